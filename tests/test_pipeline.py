@@ -1,0 +1,87 @@
+"""Stage notebooks run through papermill with their parameters, and the whole pipeline runs under DVC."""
+import json, os, shutil, subprocess, sys
+from pathlib import Path
+
+import papermill as pm
+import pytest
+import yaml
+
+from unseen.pipeline import declared_parameters, main, run_stage
+
+ROOT = Path(__file__).parents[1]
+STAGES = sorted(p.stem for p in (ROOT / "nbs" / "stages").glob("*.ipynb"))
+BIN = Path(sys.executable).parent
+# Smoke-scale overrides, per stage, of the default params.yaml (grows with the pipeline).
+SMOKE = {"generate": {"train_problems": 3000, "test_problems": 60}}
+
+
+def test_every_stage_notebook_has_a_parameters_cell():
+    assert "generate" in STAGES
+    for name in STAGES:
+        assert declared_parameters(ROOT / "nbs" / "stages" / f"{name}.ipynb")
+
+
+def test_every_stage_is_in_dvc_yaml_and_params_yaml():
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    for name in STAGES:
+        assert name in stages and name in params, name
+
+
+def test_a_parameter_reaches_the_generate_notebook(tmp_path):
+    out = tmp_path / "executed.ipynb"
+    pm.execute_notebook(str(ROOT / "nbs/stages/generate.ipynb"), str(out), kernel_name="python3", cwd=str(tmp_path),
+                        parameters={"train_problems": 123, "test_problems": 11, "out_dir": str(tmp_path / "data")},
+                        progress_bar=False)
+    stats = json.loads((tmp_path / "data/stats.json").read_text())
+    assert stats["splits"]["train"]["problems"] == 123 and stats["splits"]["test_s2"]["problems"] == 11
+    assert "train_problems = 123" in out.read_text()  # papermill's injected-parameters cell
+
+
+def _copy_working_tree(dst: Path):
+    "The repository as it is now (tracked and untracked, not ignored files), committed in a fresh git repo."
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                           capture_output=True, text=True).stdout.split("\0")
+    for f in filter(None, files):
+        if (ROOT / f).is_file():
+            (dst / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, dst / f)
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "snapshot"]):
+        subprocess.run(cmd, cwd=dst, check=True)
+
+
+def _smoke_params(root: Path):
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    for section, values in SMOKE.items():
+        params[section].update(values)
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def _run(cmd, cwd):
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def test_an_unknown_parameter_stops_the_stage(tmp_path, monkeypatch):
+    _copy_working_tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["generate"]["n_trian"] = 5
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    with pytest.raises(SystemExit, match="unknown parameter 'n_trian'"):
+        main(["generate"])
+    assert not Path("runs/notebooks/generate.ipynb").exists()
+
+
+@pytest.mark.slow
+def test_dvc_repro_at_smoke_scale(tmp_path):
+    _copy_working_tree(tmp_path)
+    _smoke_params(tmp_path)
+    r = _run([str(BIN / "dvc"), "repro"], tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    stats = json.loads((tmp_path / "runs/data/stats.json").read_text())
+    assert stats["splits"]["train"]["problems"] == SMOKE["generate"]["train_problems"]
+    assert (tmp_path / "runs/notebooks/generate.ipynb").exists()
+    status = _run([str(BIN / "dvc"), "status", "--json"], tmp_path)
+    assert json.loads(status.stdout) == {}, status.stdout
