@@ -1,0 +1,85 @@
+"""Training: same seed same result, and a run killed with SIGKILL resumes to the same weights, bit for bit."""
+import csv, json, os, signal, subprocess, sys, time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from unseen.datasets import DataConfig, generate_datasets
+from unseen.train import TrainConfig, train
+
+SMALL = dict(n_layer=2, d_model=64, n_head=4, d_mlp=128)
+CFG = dict(steps=300, batch_size=32, warmup=20, log_every=25, checkpoint_every=20, monitor_problems=16)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("data") / "data"
+    generate_datasets(DataConfig(train_problems=4000, test_problems=40), 0, d, progress=False)
+    return d
+
+
+def _weights(d):
+    return load_file(str(Path(d) / "model.safetensors"))
+
+
+def _same(a, b):
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_same_seed_same_result(data, tmp_path):
+    torch.set_num_threads(1)
+    cfg = TrainConfig(**{**CFG, "steps": 40})
+    for name in ("a", "b"):
+        train(data, tmp_path / name, intervention="copy_reset", model=SMALL, interventions={"reset_every": 15}, cfg=cfg, progress=False)
+    train(data, tmp_path / "c", intervention="copy_reset", seed=1, model=SMALL, interventions={"reset_every": 15}, cfg=cfg, progress=False)
+    assert _same(_weights(tmp_path / "a"), _weights(tmp_path / "b"))
+    assert not _same(_weights(tmp_path / "a"), _weights(tmp_path / "c"))
+    assert (tmp_path / "a/log.csv").read_text() == (tmp_path / "b/log.csv").read_text()
+
+
+SCRIPT = """
+import sys, torch
+from unseen.train import TrainConfig, train
+torch.set_num_threads(1)
+train(sys.argv[1], sys.argv[2], intervention="reset", model={model}, interventions={{"reset_every": 70}},
+      cfg=TrainConfig(**{cfg}), progress=False)
+"""
+
+
+def test_kill_9_and_resume_gives_the_same_run(data, tmp_path):
+    script = SCRIPT.format(model=SMALL, cfg=CFG)
+    run = lambda out: subprocess.Popen([sys.executable, "-c", script, str(data), str(out)])
+    subprocess.run([sys.executable, "-c", script, str(data), str(tmp_path / "whole")], check=True)
+
+    proc = run(tmp_path / "killed")
+    state = tmp_path / "killed/checkpoint/state.json"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if state.exists() and json.loads(state.read_text())["step"] >= 100: break
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL); proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed: make it longer"
+    assert not (tmp_path / "killed/model.safetensors").exists()
+    killed_at = json.loads(state.read_text())["step"] if state.exists() else 0
+    assert 100 <= killed_at < CFG["steps"]
+
+    subprocess.run([sys.executable, "-c", script, str(data), str(tmp_path / "killed")], check=True)  # resumes
+    assert _same(_weights(tmp_path / "whole"), _weights(tmp_path / "killed"))
+    assert (tmp_path / "whole/log.csv").read_text() == (tmp_path / "killed/log.csv").read_text()
+    assert (tmp_path / "whole/metrics.json").read_text() == (tmp_path / "killed/metrics.json").read_text()
+
+
+def test_a_checkpoint_of_another_configuration_is_not_resumed(data, tmp_path, capsys):
+    cfg = TrainConfig(**{**CFG, "steps": 20, "checkpoint_every": 10})
+    train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)
+    train(data, tmp_path / "r", model={**SMALL, "d_mlp": 64}, cfg=cfg, progress=False)
+    assert "another configuration" in capsys.readouterr().out
+    rows = list(csv.DictReader(open(tmp_path / "r/log.csv")))
+    assert [int(r["step"]) for r in rows] == [0, 20]
+
+
+def test_missing_data_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="dvc repro generate"):
+        train(tmp_path / "nothing", tmp_path / "out", cfg=TrainConfig(steps=1))
