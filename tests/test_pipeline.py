@@ -12,7 +12,13 @@ ROOT = Path(__file__).parents[1]
 STAGES = sorted(p.stem for p in (ROOT / "nbs" / "stages").glob("*.ipynb"))
 BIN = Path(sys.executable).parent
 # Smoke-scale overrides, per stage, of the default params.yaml (grows with the pipeline).
-SMOKE = {"generate": {"train_problems": 3000, "test_problems": 60}}
+SMOKE = {
+    "generate": {"train_problems": 3000, "test_problems": 60},
+    "matrix": {"seeds": [0]},
+    "train": {"model": {"n_layer": 1, "d_model": 32, "n_head": 2, "d_mlp": 64},
+              "intervention": {"reset_every": 10},
+              "training": {"steps": 20, "batch_size": 16, "warmup": 5, "log_every": 10, "monitor_problems": 20}},
+}
 
 
 def test_every_stage_notebook_has_a_parameters_cell():
@@ -39,10 +45,11 @@ def test_a_parameter_reaches_the_generate_notebook(tmp_path):
 
 
 def _copy_working_tree(dst: Path):
-    "The repository as it is now (tracked and untracked, not ignored files), committed in a fresh git repo."
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
-                           capture_output=True, text=True).stdout.split("\0")
-    for f in filter(None, files):
+    "The repository as it is now (tracked files, and new ones outside the outputs), committed in a fresh git repo."
+    ls = lambda *flags: subprocess.run(["git", "ls-files", "-z", *flags], cwd=ROOT, check=True,
+                                       capture_output=True, text=True).stdout.split("\0")
+    new = [f for f in ls("-o", "--exclude-standard") if not f.startswith(("runs/", "figures/"))]  # not stray outputs
+    for f in filter(None, ls() + new):
         if (ROOT / f).is_file():
             (dst / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / f, dst / f)
@@ -54,7 +61,7 @@ def _copy_working_tree(dst: Path):
 def _smoke_params(root: Path):
     params = yaml.safe_load((root / "params.yaml").read_text())
     for section, values in SMOKE.items():
-        params[section].update(values)
+        params[section].update(values)  # one level deep: a smoke section replaces whole sub-mappings
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 
@@ -83,5 +90,31 @@ def test_dvc_repro_at_smoke_scale(tmp_path):
     stats = json.loads((tmp_path / "runs/data/stats.json").read_text())
     assert stats["splits"]["train"]["problems"] == SMOKE["generate"]["train_problems"]
     assert (tmp_path / "runs/notebooks/generate.ipynb").exists()
+    variants = yaml.safe_load((tmp_path / "params.yaml").read_text())["matrix"]["variants"]
+    assert {"standard", "copy", "freeze", "reset", "copy_freeze", "copy_reset"} <= set(variants)
+    for v in variants:
+        log = (tmp_path / f"runs/train/{v}-s0/log.csv").read_text().splitlines()
+        assert len(log) == 1 + 3 and log[-1].startswith("20,")  # header, steps 0, 10, 20
+        metrics = json.loads((tmp_path / f"runs/eval/{v}-s0/metrics.json").read_text())
+        assert metrics["decoded"]["s3"]["problems"] == SMOKE["generate"]["test_problems"]
+    shown = _run([str(BIN / "dvc"), "metrics", "show", "--json"], tmp_path)
+    assert shown.returncode == 0 and "s2_exact_match" in shown.stdout
     status = _run([str(BIN / "dvc"), "status", "--json"], tmp_path)
     assert json.loads(status.stdout) == {}, status.stdout
+
+
+def test_bad_stage_inputs_give_one_clear_message(tmp_path, monkeypatch):
+    _copy_working_tree(tmp_path)
+    _smoke_params(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    main(["generate"])
+    cases = [
+        (["train", "-p", "variant=forget"], "intervention='forget': expected one of"),
+        (["train", "-p", "model={d_model: 30, n_head: 4}"], "d_model=30 must be a multiple of n_head=4"),
+        (["evaluate", "-p", "variant=copy"], "no model weights at runs/train/copy-s0/model.safetensors"),
+    ]
+    for argv, message in cases:
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        first_line = str(e.value.code).splitlines()[0]
+        assert message in first_line, first_line
