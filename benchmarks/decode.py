@@ -1,0 +1,58 @@
+"""Greedy decoding with the KV cache against recomputing the whole prefix for every new token.
+
+    python benchmarks/decode.py [--batch 512] [--new 13] [--model runs/train/standard-s0/model.safetensors]
+
+Both decode the same batch of equal-length prompts (scenario 1 test problems) for the same number
+of new tokens, in one process and one thread; the ratio is what counts on a noisy machine.
+"""
+import argparse, time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from unseen.datasets import load_sequences
+from unseen.evaluate import greedy_decode
+from unseen.model import ModelConfig, Transformer
+from unseen.tokens import Sequences
+
+
+def equal_length_batch(seqs: Sequences, n: int) -> Sequences:
+    "`n` problems (repeated if need be) that share the most common prompt length."
+    lengths, counts = np.unique(seqs.prompt_len, return_counts=True)
+    idx = np.flatnonzero(seqs.prompt_len == lengths[counts.argmax()])
+    idx = np.resize(idx, n)
+    parts = [seqs.tokens[seqs.offsets[i]:seqs.offsets[i + 1]] for i in idx]
+    lens = np.array([len(p) for p in parts])
+    return Sequences(np.concatenate(parts), np.concatenate([[0], np.cumsum(lens)]), seqs.prompt_len[idx], seqs.label[idx], seqs.depth[idx])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("--new", type=int, default=13, help="new tokens per prompt (the longest target of the default task)")
+    ap.add_argument("--data", default="runs/data/test_s1.safetensors")
+    ap.add_argument("--model", default="", help="trained weights (default: a fresh model of the default size)")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    seqs = equal_length_batch(load_sequences(args.data), args.batch)
+    if args.model:
+        from unseen.train import load_model
+        model = load_model(args.model)
+    else:
+        model = Transformer(ModelConfig(vocab_size=int(seqs.tokens.max()) + 101))
+    times = {}
+    for use_cache in (True, False, True, False):  # alternate, keep the best of two
+        t = time.perf_counter()
+        greedy_decode(model, seqs, batch_size=args.batch, max_new_tokens=args.new, use_cache=use_cache)
+        times[use_cache] = min(times.get(use_cache, float("inf")), time.perf_counter() - t)
+    L = int(seqs.prompt_len[0])
+    recomputed, cached = sum(L + t for t in range(args.new)), L + args.new - 1   # tokens through the model per problem
+    print(f"{args.batch} prompts of {L} tokens, {args.new} new tokens each, 1 thread; "
+          f"tokens through the model: {recomputed} vs {cached}, so at most {recomputed / cached:.1f}x")
+    print(f"{'recompute the prefix':<24}{times[False]:8.3f} s  {args.batch / times[False]:>9,.0f} problems/s  1.0x")
+    print(f"{'KV cache':<24}{times[True]:8.3f} s  {args.batch / times[True]:>9,.0f} problems/s  {times[False] / times[True]:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
