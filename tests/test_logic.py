@@ -19,7 +19,8 @@ VARIED = LogicConfig(n_vars=(5, 9), n_facts=(1, 3), depth=(0, 4), body_size=(1, 
 
 
 @pytest.mark.parametrize("cot_format", ["rules", "arrow"])
-@pytest.mark.parametrize("problem", [LogicConfig(), VARIED], ids=["default", "varied"])
+@pytest.mark.parametrize("problem", [LogicConfig(), VARIED, LogicConfig(distractor_heads="unreachable")],
+                         ids=["default", "varied", "unreachable-heads"])
 def test_labels_and_chains_match_an_independent_solver(problem, cot_format):
     cfg = DataConfig(n_train=40, cot_format=cot_format, problem=problem, **SMALL)
     vocab = cfg.vocab
@@ -104,6 +105,7 @@ def test_names_are_distinct_within_a_problem():
     (dict(problem=dict(depht=3)), "'depht'"),                                # unknown key
     (dict(cot_format="prose"), "cot_format"),
     (dict(problem=dict(body_size=[2, 1])), "body_size"),
+    (dict(problem=dict(distractor_heads="some")), "distractor_heads"),
 ])
 def test_impossible_settings_name_the_parameter(kwargs, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[")):
@@ -113,3 +115,14 @@ def test_impossible_settings_name_the_parameter(kwargs, message):
 def test_unknown_top_level_key():
     with pytest.raises(ValueError, match="'n_trian'"):
         DataConfig.from_dict({"n_trian": 5})
+
+
+def test_unreachable_distractor_heads_stay_off_the_proof():
+    b = sample_problems(LogicConfig(distractor_heads="unreachable", n_distractors=(2, 4)), 3000, np.random.default_rng(5))
+    closure = (b.facts.max(1) + 1 + b.depth)[:, None]            # local variables below this are facts and proof heads
+    chain = np.zeros_like(b.rule_head, bool)
+    for j in range(b.fired.shape[1]):
+        fired = b.fired[:, j] >= 0
+        chain[np.flatnonzero(fired), b.fired[fired, j]] = True
+    distractor = (b.rule_head >= 0) & ~chain
+    assert (b.rule_head[distractor] >= np.broadcast_to(closure, b.rule_head.shape)[distractor]).all()
