@@ -1,4 +1,4 @@
-"""Reserved-token analysis (`unseen.gemma`) on tiny checkpoints with planted answers, and the `gemma` stage."""
+"""Reserved-token analysis (`unseen.gemma`, `unseen.gemma_stats`) on tiny checkpoints with planted answers, and the `gemma` stage."""
 import importlib.util, json, math
 from pathlib import Path
 
@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 import torch
 
-from unseen.gemma import (CheckpointError, GemmaConfig, ModelSource, analyse_checkpoint, analyse_model,
-                          find_reserved, load_tokenizer, make_reserved_atomic, open_checkpoint, read_gguf_header,
-                          resolve_source, token_pools, ADJECTIVES, LETTERS)
+from unseen.gemma import (CheckpointError, ModelSource, find_reserved, load_tokenizer, make_reserved_atomic,
+                          open_checkpoint, read_gguf_header, resolve_source, token_pools, ADJECTIVES, LETTERS)
+from unseen.gemma_stats import GemmaConfig, analyse_checkpoint, analyse_model
 
 ROOT = Path(__file__).resolve().parents[1]
 A, B = 2.0, 1.0                      # planted rows a·v + b·w_i: pairwise cosine a²/(a²+b²) = 0.8
