@@ -1,0 +1,42 @@
+"""Helpers shared by the tests that run the pipeline in a throwaway copy of the repository."""
+import os, shutil, subprocess, sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).parents[1]
+BIN = Path(sys.executable).parent
+# Smoke-scale overrides, per stage, of the default params.yaml (grows with the pipeline).
+SMOKE = {
+    "generate": {"train_problems": 3000, "test_problems": 60},
+    "matrix": {"seeds": [0]},
+    "train": {"model": {"n_layer": 1, "d_model": 32, "n_head": 2, "d_mlp": 64},
+              "intervention": {"reset_every": 10},
+              "training": {"steps": 20, "batch_size": 16, "warmup": 5, "log_every": 10, "monitor_problems": 20}},
+}
+
+
+def _copy_working_tree(dst: Path):
+    "The repository as it is now (tracked files, and new ones outside the outputs), committed in a fresh git repo."
+    ls = lambda *flags: subprocess.run(["git", "ls-files", "-z", *flags], cwd=ROOT, check=True,
+                                       capture_output=True, text=True).stdout.split("\0")
+    new = [f for f in ls("-o", "--exclude-standard") if not f.startswith(("runs/", "figures/"))]  # not stray outputs
+    for f in filter(None, ls() + new):
+        if (ROOT / f).is_file():
+            (dst / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, dst / f)
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "snapshot"]):
+        subprocess.run(cmd, cwd=dst, check=True)
+
+
+def _smoke_params(root: Path):
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    for section, values in SMOKE.items():
+        params[section].update(values)  # one level deep: a smoke section replaces whole sub-mappings
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def _run(cmd, cwd):
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)

