@@ -13,6 +13,10 @@ SMOKE = {
     "train": {"model": {"n_layer": 1, "d_model": 32, "n_head": 2, "d_mlp": 64},
               "intervention": {"reset_every": 10},
               "training": {"steps": 20, "batch_size": 16, "warmup": 5, "log_every": 10, "monitor_problems": 20}},
+    # a tiny random Gemma instead of fine-tuning the real 270M (~15 min)
+    "finetune": {"model": {"name": "tiny", "source": "tiny"}, "n_seeds": 1, "eval_problems": 8,
+                 "problem": {"n_vars": [4, 4], "depth": [1, 1], "n_distractors": [1, 1]},
+                 "training": {"steps": 4, "batch_size": 4, "eval_every": 2, "dtype": "float32"}},
 }
 
 
