@@ -21,11 +21,12 @@ SMOKE = {
 
 
 def _copy_working_tree(dst: Path):
-    "The repository as it is now (tracked files, and new ones outside the outputs), committed in a fresh git repo."
+    "The repository's code as it is now (tracked and new files), without pipeline results, committed in a fresh git repo."
     ls = lambda *flags: subprocess.run(["git", "ls-files", "-z", *flags], cwd=ROOT, check=True,
                                        capture_output=True, text=True).stdout.split("\0")
-    new = [f for f in ls("-o", "--exclude-standard") if not f.startswith(("runs/", "figures/"))]  # not stray outputs
-    for f in filter(None, ls() + new):
+    # no results of the real-scale pipeline: its dvc.lock and the metrics kept in git would mix with the smoke run's
+    is_result = lambda f: f == "dvc.lock" or f.startswith(("runs/", "figures/"))
+    for f in [f for f in ls() + ls("-o", "--exclude-standard") if f and not is_result(f)]:
         if (ROOT / f).is_file():
             (dst / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / f, dst / f)

@@ -167,6 +167,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                     'unseen.gemma_stats._interval': ('gemma_stats.html#_interval', 'unseen/gemma_stats.py'),
                                     'unseen.gemma_stats._md_cell': ('gemma_stats.html#_md_cell', 'unseen/gemma_stats.py'),
                                     'unseen.gemma_stats._peak_rss_mb': ('gemma_stats.html#_peak_rss_mb', 'unseen/gemma_stats.py'),
+                                    'unseen.gemma_stats._reset_peak_rss': ('gemma_stats.html#_reset_peak_rss', 'unseen/gemma_stats.py'),
                                     'unseen.gemma_stats._rss_now_mb': ('gemma_stats.html#_rss_now_mb', 'unseen/gemma_stats.py'),
                                     'unseen.gemma_stats._sample_pairs': ('gemma_stats.html#_sample_pairs', 'unseen/gemma_stats.py'),
                                     'unseen.gemma_stats._with_ci': ('gemma_stats.html#_with_ci', 'unseen/gemma_stats.py'),

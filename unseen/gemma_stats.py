@@ -224,14 +224,24 @@ def _rss_now_mb() -> float:
         return int(line.split()[1]) / 1024
     except (OSError, StopIteration): return float("nan")
 
+def _reset_peak_rss():
+    "Restart the peak-memory count here (Linux), so start-up transients of the process are not counted."
+    try: Path("/proc/self/clear_refs").write_text("5")
+    except OSError: pass
+
 def _peak_rss_mb() -> float:
-    "Peak resident memory of this process so far, in MiB."
+    "Peak resident memory of this process since `_reset_peak_rss` (else since it started), in MiB."
+    try:
+        line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("VmHWM:"))
+        return int(line.split()[1]) / 1024
+    except (OSError, StopIteration): pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2 ** 20 if sys.platform == "darwin" else peak / 1024  # macOS reports bytes, Linux KiB
 
 def _analyse_source(source: ModelSource, cfg: GemmaConfig, progress: bool) -> ModelResult:
     "Open and analyse one located model, recording time and memory (run in a fresh process by `analyse_model`)."
     torch.set_num_threads(cfg.threads)
+    _reset_peak_rss()
     baseline, start = _rss_now_mb(), time.time()
     result = analyse_checkpoint(open_checkpoint(source), cfg, progress)
     result.info.update(seconds=time.time() - start, baseline_rss_mb=baseline, peak_rss_mb=_peak_rss_mb())
