@@ -83,3 +83,12 @@ def test_a_checkpoint_of_another_configuration_is_not_resumed(data, tmp_path, ca
 def test_missing_data_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="dvc repro generate"):
         train(tmp_path / "nothing", tmp_path / "out", cfg=TrainConfig(steps=1))
+
+
+def test_a_checkpoint_left_half_deleted_by_a_kill_does_not_block_the_next(data, tmp_path):
+    cfg = TrainConfig(**{**CFG, "steps": 20, "checkpoint_every": 10})
+    train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)
+    (tmp_path / "r/checkpoint.old").mkdir()                   # killed while deleting the previous checkpoint
+    (tmp_path / "r/checkpoint.old/model.safetensors").write_bytes(b"partial")
+    train(data, tmp_path / "r", model=SMALL, cfg=TrainConfig(**{**CFG, "steps": 30, "checkpoint_every": 10}), progress=False)
+    assert json.loads((tmp_path / "r/checkpoint/state.json").read_text())["step"] == 30
