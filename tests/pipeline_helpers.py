@@ -8,11 +8,18 @@ ROOT = Path(__file__).parents[1]
 BIN = Path(sys.executable).parent
 # Smoke-scale overrides, per stage, of the default params.yaml (grows with the pipeline).
 SMOKE = {
-    "generate": {"train_problems": 3000, "test_problems": 60},
+    "base": {"n_train": 50},
+    "generate": {"train_problems": 3000, "test_problems": 60, "n_train_sweep": [20]},
     "matrix": {"seeds": [0]},
     "train": {"model": {"n_layer": 1, "d_model": 32, "n_head": 2, "d_mlp": 64},
               "intervention": {"reset_every": 10},
-              "training": {"steps": 20, "batch_size": 16, "warmup": 5, "log_every": 10, "monitor_problems": 20}},
+              "training": {"steps": 20, "batch_size": 16, "warmup": 5, "log_every": 10, "monitor_problems": 20},
+              # every kind of experiment once: the six variants, untied, no weight decay, resets that stop, the sweep
+              "experiments": {**{v: {"variant": v} for v in ("standard", "copy", "freeze", "reset", "copy_freeze", "copy_reset")},
+                              "standard-untied": {"variant": "standard", "model": {"tied": False}},
+                              "standard-wd0": {"variant": "standard", "training": {"weight_decay": 0.0}},
+                              "reset-until": {"variant": "reset", "intervention": {"reset_until": 10}},
+                              **{f"{v}-n20": {"variant": v, "n_train": 20} for v in ("standard", "copy", "freeze")}}},
     # a tiny random Gemma instead of fine-tuning the real 270M (~15 min)
     "finetune": {"model": {"name": "tiny", "source": "tiny"}, "n_seeds": 1, "eval_problems": 8,
                  "problem": {"n_vars": [4, 4], "depth": [1, 1], "n_distractors": [1, 1]},

@@ -31,7 +31,7 @@ def test_a_parameter_reaches_the_generate_notebook(tmp_path):
     pm.execute_notebook(str(ROOT / "nbs/stages/generate.ipynb"), str(out), kernel_name="python3", cwd=str(tmp_path),
                         parameters={"train_problems": 123, "test_problems": 11, "out_dir": str(tmp_path / "data")},
                         progress_bar=False)
-    stats = json.loads((tmp_path / "data/stats.json").read_text())
+    stats = json.loads((tmp_path / "data/n100/stats.json").read_text())
     assert stats["splits"]["train"]["problems"] == 123 and stats["splits"]["test_s2"]["problems"] == 11
     assert "train_problems = 123" in out.read_text()  # papermill's injected-parameters cell
 
@@ -51,19 +51,31 @@ def test_an_unknown_parameter_stops_the_stage(tmp_path, monkeypatch):
 def test_dvc_repro_at_smoke_scale(tmp_path):
     _copy_working_tree(tmp_path)
     _smoke_params(tmp_path)
-    r = _run([str(BIN / "dvc"), "repro"], tmp_path)
+    r = _run([str(BIN / "unseen-repro"), "-j", "2", "--no-progress"], tmp_path)   # the parallel driver over dvc repro
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    stats = json.loads((tmp_path / "runs/data/stats.json").read_text())
-    assert stats["splits"]["train"]["problems"] == SMOKE["generate"]["train_problems"]
+    for n in (50, 20):
+        stats = json.loads((tmp_path / f"runs/data/n{n}/stats.json").read_text())
+        assert stats["splits"]["train"]["problems"] == SMOKE["generate"]["train_problems"]
+        assert stats["splits"]["train"]["distinct_names"] <= n
     assert (tmp_path / "runs/notebooks/generate.ipynb").exists()
-    variants = yaml.safe_load((tmp_path / "params.yaml").read_text())["matrix"]["variants"]
-    assert {"standard", "copy", "freeze", "reset", "copy_freeze", "copy_reset"} <= set(variants)
-    for v in variants:
-        log = (tmp_path / f"runs/train/{v}-s0/log.csv").read_text().splitlines()
+    experiments = SMOKE["train"]["experiments"]
+    for run, spec in experiments.items():
+        log = (tmp_path / f"runs/train/{run}-s0/log.csv").read_text().splitlines()
         assert len(log) == 1 + 3 and log[-1].startswith("20,")  # header, steps 0, 10, 20
-        details = json.loads((tmp_path / f"runs/eval/{v}-s0/details.json").read_text())
+        details = json.loads((tmp_path / f"runs/eval/{run}-s0/details.json").read_text())
         assert details["decoded"]["s3"]["problems"] == SMOKE["generate"]["test_problems"]
-        assert set(json.loads((tmp_path / f"runs/eval/{v}-s0/metrics.json").read_text())) >= {"s1_exact_match", "s3_answer"}
+        assert (details["variant"], details["n_train"]) == (spec["variant"], spec.get("n_train", 50))
+        assert set(json.loads((tmp_path / f"runs/eval/{run}-s0/metrics.json").read_text())) >= {"s1_exact_match", "s3_answer"}
+    untied = (tmp_path / "runs/train/standard-untied-s0/log.csv").read_text().splitlines()[0]
+    assert "cos_unseen_embed" in untied   # an untied model logs its input rows too
+    table = (tmp_path / "runs/results/table.md").read_text()
+    assert "| copy_reset |" in table and "-n20" not in table and "untied" not in table
+    summary = (tmp_path / "runs/figures/summary.md").read_text()
+    for claim in ("Claim 4", "Claim 5", "Claim 6", "Claim 7"):
+        assert claim in summary
+    for name in ("collapse_curves", "diversity", "temporary_forgetting", "weight_decay", "lemma_contraction", "results_scenarios"):
+        for ext in ("png", "pdf", "csv"):
+            assert (tmp_path / f"figures/{name}.{ext}").stat().st_size > 0, (name, ext)
     shown = _run([str(BIN / "dvc"), "metrics", "show", "--json"], tmp_path)
     assert shown.returncode == 0 and "s2_exact_match" in shown.stdout
     status = _run([str(BIN / "dvc"), "status", "--json"], tmp_path)
@@ -76,9 +88,10 @@ def test_bad_stage_inputs_give_one_clear_message(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     main(["generate"])
     cases = [
-        (["train", "-p", "variant=forget"], "intervention='forget': expected one of"),
+        (["train", "-p", "run=forget"], "unknown experiment 'forget': train.experiments in params.yaml has"),
+        (["train", "-p", "experiments={x: {variant: forget}}", "-p", "run=x"], "intervention='forget': expected one of"),
         (["train", "-p", "model={d_model: 30, n_head: 4}"], "d_model=30 must be a multiple of n_head=4"),
-        (["evaluate", "-p", "variant=copy"], "no model weights at runs/train/copy-s0/model.safetensors"),
+        (["evaluate", "-p", "run=copy"], "no model weights at runs/train/copy-s0/model.safetensors"),
     ]
     for argv, message in cases:
         with pytest.raises(SystemExit) as e:
