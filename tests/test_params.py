@@ -1,0 +1,31 @@
+"""The paper-scale parameters file stays in step with the CPU defaults: same sections, same keys."""
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).parents[1]
+
+
+def _keys(d: dict, prefix="") -> set:
+    out = set()
+    for k, v in d.items():
+        out.add(prefix + str(k))
+        if isinstance(v, dict): out |= _keys(v, f"{prefix}{k}.")
+    return out
+
+
+def test_paper_params_have_the_keys_of_the_defaults():
+    cpu, paper = (yaml.safe_load((ROOT / f).read_text()) for f in ("params.yaml", "params-paper.yaml"))
+    assert _keys(cpu) == _keys(paper), sorted(_keys(cpu) ^ _keys(paper))
+
+
+def test_paper_params_are_paper_scale():
+    from unseen.model import ModelConfig, Transformer
+    import torch
+    paper = yaml.safe_load((ROOT / "params-paper.yaml").read_text())
+    vocab = 10 + paper["base"]["n_train"] + paper["generate"]["n_unseen"]
+    with torch.device("meta"):   # count parameters without allocating them
+        n = Transformer(ModelConfig(vocab_size=vocab, **paper["train"]["model"])).n_params()
+    assert 60e6 <= n <= 75e6, n
+    assert paper["train"]["training"]["batch_size"] == 256 and paper["train"]["training"]["optimizer"] == "adamw"
+    assert paper["generate"]["n_unseen"] == 100 and paper["base"]["device"] == "cuda"
