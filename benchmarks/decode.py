@@ -2,14 +2,17 @@
 
     python benchmarks/decode.py [--batch 512] [--new 13] [--model runs/train/standard-s0/model.safetensors]
 
-Both decode the same batch of equal-length prompts (scenario 1 test problems) for the same number
-of new tokens, in one process and one thread; the ratio is what counts on a noisy machine.
+Both decode the same batch of equal-length prompts (scenario 1 test problems of `dvc repro generate`)
+for the same number of new tokens, in one process and one thread, reading the logits out only at
+the last position; the ratio is what counts on a noisy machine. Without `--model`, a fresh model
+of the size in params.yaml (`train.model`).
 """
 import argparse, time
 from pathlib import Path
 
 import numpy as np
 import torch
+import yaml
 
 from unseen.datasets import load_sequences
 from unseen.evaluate import greedy_decode
@@ -31,16 +34,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--new", type=int, default=13, help="new tokens per prompt (the longest target of the default task)")
-    ap.add_argument("--data", default="runs/data/test_s1.safetensors")
+    ap.add_argument("--data", default="", help="default: runs/data/n{base.n_train}/test_s1.safetensors")
     ap.add_argument("--model", default="", help="trained weights (default: a fresh model of the default size)")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    seqs = equal_length_batch(load_sequences(args.data), args.batch)
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    seqs = equal_length_batch(load_sequences(args.data or f"runs/data/n{params['base']['n_train']}/test_s1.safetensors"), args.batch)
     if args.model:
         from unseen.train import load_model
         model = load_model(args.model)
     else:
-        model = Transformer(ModelConfig(vocab_size=int(seqs.tokens.max()) + 101))
+        model = Transformer(ModelConfig(vocab_size=params["base"]["n_train"] + params["generate"]["n_unseen"] + 10, **params["train"]["model"]))
     times = {}
     for use_cache in (True, False, True, False):  # alternate, keep the best of two
         t = time.perf_counter()
