@@ -61,12 +61,12 @@ def main():
     cfg = ModelConfig(vocab_size=args.vocab, max_len=64, positions="learned", d_model=args.d_model, n_layer=args.layers,
                       n_head=4, d_mlp=4 * args.d_model)   # GPT-2 has learned positions
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.dtype == "bfloat16")
-    steps = {"ours": step_fn(ours, False, autocast), "GPT2LMHeadModel": step_fn(theirs, True, autocast)}
     def batch():
         x, y = torch.randint(0, args.vocab, (args.batch, args.seq)), torch.randint(0, args.vocab, (args.batch, args.seq))
         y[:, :args.seq - round(args.targets * args.seq)] = -100                   # the prompt: context, not targets
         return x, y
     ours, theirs = Transformer(cfg), gpt2(cfg)
+    steps = {"ours": step_fn(ours, False, autocast), "GPT2LMHeadModel": step_fn(theirs, True, autocast)}
     batches = [batch() for _ in range(4)]
     elapsed = {k: 0.0 for k in steps}
     for i in range(args.steps + 3):
