@@ -19,7 +19,8 @@ SMOKE = {
                               "standard-untied": {"variant": "standard", "model": {"tied": False}},
                               "standard-wd0": {"variant": "standard", "training": {"weight_decay": 0.0}},
                               "reset-until": {"variant": "reset", "intervention": {"reset_until": 10}},
-                              **{f"{v}-n20": {"variant": v, "n_train": 20} for v in ("standard", "copy", "freeze")}}},
+                              **{f"{v}-n{n}": {"variant": v, "n_train": n} for v in ("standard", "copy") for n in (20, 50)}}},
+    "figures": {"baseline": "standard-n50"},
     # a tiny random Gemma instead of fine-tuning the real 270M (~15 min)
     "finetune": {"model": {"name": "tiny", "source": "tiny"}, "n_seeds": 1, "eval_problems": 8,
                  "problem": {"n_vars": [4, 4], "depth": [1, 1], "n_distractors": [1, 1]},
