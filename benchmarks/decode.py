@@ -17,7 +17,7 @@ import yaml
 from unseen.datasets import load_sequences
 from unseen.evaluate import greedy_decode
 from unseen.model import ModelConfig, Transformer
-from unseen.tokens import Sequences
+from unseen.tokens import Sequences, Vocab
 
 
 def equal_length_batch(seqs: Sequences, n: int) -> Sequences:
@@ -44,7 +44,8 @@ def main():
         from unseen.train import load_model
         model = load_model(args.model)
     else:
-        model = Transformer(ModelConfig(vocab_size=params["base"]["n_train"] + params["generate"]["n_unseen"] + 10, **params["train"]["model"]))
+        vocab = Vocab(params["base"]["n_train"], params["generate"]["n_unseen"])
+        model = Transformer(ModelConfig(vocab_size=len(vocab), **params["train"]["model"]))
     times = {}
     for use_cache in (True, False, True, False):  # alternate, keep the best of two
         t = time.perf_counter()
