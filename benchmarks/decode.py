@@ -1,6 +1,7 @@
 """Greedy decoding with the KV cache against recomputing the whole prefix for every new token.
 
     python benchmarks/decode.py [--batch 512] [--new 13] [--model runs/train/standard-s0/model.safetensors]
+    python benchmarks/decode.py --device cuda --params params-paper.yaml     # a fresh paper-scale model on a GPU
 
 Both decode the same batch of equal-length prompts (scenario 1 test problems of `dvc repro generate`)
 for the same number of new tokens, in one process and one thread, reading the logits out only at
@@ -35,10 +36,12 @@ def main():
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--new", type=int, default=13, help="new tokens per prompt (the longest target of the default task)")
     ap.add_argument("--data", default="", help="default: runs/data/n{base.n_train}/test_s1.safetensors")
-    ap.add_argument("--model", default="", help="trained weights (default: a fresh model of the default size)")
+    ap.add_argument("--model", default="", help="trained weights (default: a fresh model of the size in --params)")
+    ap.add_argument("--params", default="params.yaml", help="parameters file whose train.model sizes a fresh model")
+    ap.add_argument("--device", default="cpu", help="cpu (one thread) | cuda")
     args = ap.parse_args()
-    torch.set_num_threads(1)
-    params = yaml.safe_load(Path("params.yaml").read_text())
+    if args.device == "cpu": torch.set_num_threads(1)
+    params = yaml.safe_load(Path(args.params).read_text())
     seqs = equal_length_batch(load_sequences(args.data or f"runs/data/n{params['base']['n_train']}/test_s1.safetensors"), args.batch)
     if args.model:
         from unseen.train import load_model
@@ -46,14 +49,17 @@ def main():
     else:
         vocab = Vocab(params["base"]["n_train"], params["generate"]["n_unseen"])
         model = Transformer(ModelConfig(vocab_size=len(vocab), **params["train"]["model"]))
-    times = {}
-    for use_cache in (True, False, True, False):  # alternate, keep the best of two
+    model.to(args.device)
+    times = {True: [], False: []}
+    for use_cache in (True, False) * 3:    # alternate; the first of each warms up, the best of the other two counts
         t = time.perf_counter()
-        greedy_decode(model, seqs, batch_size=args.batch, max_new_tokens=args.new, use_cache=use_cache)
-        times[use_cache] = min(times.get(use_cache, float("inf")), time.perf_counter() - t)
+        greedy_decode(model, seqs, batch_size=args.batch, max_new_tokens=args.new, use_cache=use_cache)  # ends on the host: synchronised
+        times[use_cache].append(time.perf_counter() - t)
+    times = {k: min(v[1:]) for k, v in times.items()}
     L = int(seqs.prompt_len[0])
     recomputed, cached = sum(L + t for t in range(args.new)), L + args.new - 1   # tokens through the model per problem
-    print(f"{args.batch} prompts of {L} tokens, {args.new} new tokens each, 1 thread; "
+    where = "1 thread" if args.device == "cpu" else args.device
+    print(f"{args.batch} prompts of {L} tokens, {args.new} new tokens each, {where}, {model.n_params():,} parameters; "
           f"tokens through the model: {recomputed} vs {cached}, so at most {recomputed / cached:.1f}x")
     print(f"{'recompute the prefix':<24}{times[False]:8.3f} s  {args.batch / times[False]:>9,.0f} problems/s  1.0x")
     print(f"{'KV cache':<24}{times[True]:8.3f} s  {args.batch / times[True]:>9,.0f} problems/s  {times[False] / times[True]:.1f}x")
