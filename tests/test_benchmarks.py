@@ -1,0 +1,24 @@
+"""The GPU check's paper-scale smoke (benchmarks/paper_smoke.py) runs the stage notebooks without Jupyter: here on the CPU at smoke size."""
+import json, os, shutil, subprocess, sys
+
+import yaml
+
+from pipeline_helpers import ROOT, SMOKE
+
+
+def test_paper_smoke_runs_the_stage_notebooks_with_the_paper_parameters(tmp_path):
+    shutil.copytree(ROOT / "nbs" / "stages", tmp_path / "nbs" / "stages")
+    params = yaml.safe_load((ROOT / "params-paper.yaml").read_text())
+    for section, values in SMOKE.items(): params[section].update(values)   # paper-scale keys, smoke-scale sizes
+    params["base"].update(device="cpu", dtype="float32")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "paper_smoke.py"), "--params", "params.yaml", "--steps", "8",
+                        "--runs", "standard", "freeze", "--out", "smoke"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = json.loads((tmp_path / "smoke" / "smoke.json").read_text())
+    assert [row["run"] for row in rows] == ["standard", "freeze"]
+    assert all(row["steps"] == 8 and 0 <= row["s2_exact"] <= 1 for row in rows)
+    assert abs(rows[1]["cos_unseen_unembed"]) < 0.2                                # frozen rows keep their random init
+    assert (tmp_path / "runs" / "checkpoints" / "smoke-freeze-s0").is_dir()        # the train stage's checkpoints, under the cwd
+    assert "would take about" in r.stdout
