@@ -72,6 +72,17 @@ def test_kill_9_and_resume_gives_the_same_run(data, tmp_path):
     assert (tmp_path / "whole/metrics.json").read_text() == (tmp_path / "killed/metrics.json").read_text()
 
 
+def test_a_finished_run_rerun_after_its_outputs_are_deleted_writes_them_again(data, tmp_path):
+    # `dvc repro -f` on a finished run: DVC deletes its outputs, the checkpoint of the last step stays
+    torch.set_num_threads(1)
+    cfg = TrainConfig(**{**CFG, "steps": 30, "checkpoint_every": 10})
+    train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)
+    before = {f: (tmp_path / "r" / f).read_bytes() for f in ("log.csv", "metrics.json", "model.safetensors")}
+    for f in before: (tmp_path / "r" / f).unlink()
+    train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)
+    assert {f: (tmp_path / "r" / f).read_bytes() for f in before} == before
+
+
 def test_a_checkpoint_of_another_configuration_is_not_resumed(data, tmp_path, capsys):
     cfg = TrainConfig(**{**CFG, "steps": 20, "checkpoint_every": 10})
     train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)

@@ -41,6 +41,9 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
               progress=True) -> Path:
     "Run `nbs/stages/{name}.ipynb` with its parameters from `params_file`; return the executed notebook's path."
     import papermill as pm
+    # matplotlib stamps each PDF with the time it was written, unless this is set: then a rerun
+    # that draws the same figure writes the same bytes, and DVC sees the output unchanged
+    os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
     root = Path(root)
     notebook = root / "nbs" / "stages" / f"{name}.ipynb"
     if not notebook.exists(): raise FileNotFoundError(f"no stage notebook {notebook}")

@@ -246,6 +246,7 @@ def train(data_dir, out_dir, intervention: str = "standard", seed: int = 0, mode
             _write_log(out_dir / "log.csv", rows)
         if (cfg.checkpoint_every and step % cfg.checkpoint_every == 0) or step == cfg.steps:
             save_checkpoint(checkpoint_dir, net, opt, step, run_id, {"running": running, "seen": seen, "rows": rows})
+    _write_log(out_dir / "log.csv", rows)   # again: a run resumed from its last checkpoint takes no step, and DVC deleted the log
     save_weights(net, out_dir / "model.safetensors")
     metrics = {k: (float(v) if k != "step" else int(v)) for k, v in rows[-1].items()}
     metrics.update(intervention=intervention, seed=seed, parameters=net.n_params())
