@@ -16,11 +16,13 @@ from pathlib import Path
 os.environ.setdefault("MPLBACKEND", "Agg")
 import torch
 
+from unseen.datasets import load_sequences
 from unseen.pipeline import load_params, stage_parameters
 
 
 def declared(notebook: Path) -> tuple[dict, set]:
     "The notebook and the names its `parameters` cell assigns (papermill's rule, read with `ast`)."
+    # not unseen.pipeline.declared_parameters: that one asks papermill, which GPU machines often lack
     nb = json.loads(notebook.read_text())
     cell = next((c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])), None)
     if cell is None: raise ValueError(f"{notebook} has no cell tagged 'parameters'")
@@ -78,7 +80,6 @@ def main():
         (out / "smoke.json").write_text(json.dumps(rows, indent=1))   # after each run: a time limit keeps the finished ones
     # the whole train matrix at the measured speed (step time of the first run, which includes its monitoring)
     step_s = rows[0]["train_s"] / steps
-    from unseen.datasets import load_sequences
     mean_len = float(load_sequences(out / "data" / f"n{params['base']['n_train']}" / "train.safetensors").lengths.mean())
     exps = params["train"]["experiments"]
     total_steps = len(params["matrix"]["seeds"]) * sum(e.get("training", {}).get("steps", train_p["steps"]) for e in exps.values())

@@ -43,9 +43,10 @@ def _copy_working_tree(dst: Path):
         subprocess.run(cmd, cwd=dst, check=True)
 
 
-def _smoke_params(root: Path):
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    for section, values in SMOKE.items():
+def _smoke_params(root: Path, source: Path | None = None, extra: dict | None = None):
+    "Write root/params.yaml: `source` (default: that file itself) at smoke scale, then `extra`, per section."
+    params = yaml.safe_load((source or root / "params.yaml").read_text())
+    for section, values in [*SMOKE.items(), *(extra or {}).items()]:
         params[section].update(values)  # one level deep: a smoke section replaces whole sub-mappings
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 

@@ -1,17 +1,13 @@
 """The GPU check's paper-scale smoke (benchmarks/paper_smoke.py) runs the stage notebooks without Jupyter: here on the CPU at smoke size."""
 import json, os, shutil, subprocess, sys
 
-import yaml
-
-from pipeline_helpers import ROOT, SMOKE
+from pipeline_helpers import ROOT, _smoke_params
 
 
 def test_paper_smoke_runs_the_stage_notebooks_with_the_paper_parameters(tmp_path):
     shutil.copytree(ROOT / "nbs" / "stages", tmp_path / "nbs" / "stages")
-    params = yaml.safe_load((ROOT / "params-paper.yaml").read_text())
-    for section, values in SMOKE.items(): params[section].update(values)   # paper-scale keys, smoke-scale sizes
-    params["base"].update(device="cpu", dtype="float32")
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    # paper-scale keys, smoke-scale sizes, on the CPU
+    _smoke_params(tmp_path, source=ROOT / "params-paper.yaml", extra={"base": {"device": "cpu", "dtype": "float32"}})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "paper_smoke.py"), "--params", "params.yaml", "--steps", "8",
                         "--runs", "standard", "freeze", "--out", "smoke"], cwd=tmp_path, env=env, capture_output=True, text=True)
