@@ -1,12 +1,15 @@
 """Greedy decoding with the KV cache against recomputing the whole prefix for every new token.
 
-    python benchmarks/decode.py [--batch 512] [--new 13] [--model runs/train/standard-s0/model.safetensors]
+    python benchmarks/decode.py [--batch 512] [--new 13 21 40] [--model runs/train/standard-s0/model.safetensors]
     python benchmarks/decode.py --device cuda --params params-paper.yaml     # a fresh paper-scale model on a GPU
 
 Both decode the same batch of equal-length prompts (scenario 1 test problems of `dvc repro generate`)
 for the same number of new tokens, in one process and one thread, reading the logits out only at
 the last position; the ratio is what counts on a noisy machine. Without `--model`, a fresh model
-of the size in params.yaml (`train.model`).
+of the size in params.yaml (`train.model`). One line per generation length: 13 new tokens is the
+longest target of the default task, 21 the evaluation's cap (longest target + 8, what a model that
+never emits <eos> costs), 40 a longer generation. Each line also prints the ceiling of the ratio,
+the tokens the recomputation puts through the model over those the cache does.
 """
 import argparse, time
 from pathlib import Path
@@ -34,7 +37,7 @@ def equal_length_batch(seqs: Sequences, n: int) -> Sequences:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=512)
-    ap.add_argument("--new", type=int, default=13, help="new tokens per prompt (the longest target of the default task)")
+    ap.add_argument("--new", type=int, nargs="+", default=[13, 21, 40], help="new tokens per prompt, one measurement per value")
     ap.add_argument("--data", default="", help="default: runs/data/n{base.n_train}/test_s1.safetensors")
     ap.add_argument("--model", default="", help="trained weights (default: a fresh model of the size in --params)")
     ap.add_argument("--params", default="params.yaml", help="parameters file whose train.model sizes a fresh model")
@@ -50,19 +53,19 @@ def main():
         vocab = Vocab(params["base"]["n_train"], params["generate"]["n_unseen"])
         model = Transformer(ModelConfig(vocab_size=len(vocab), **params["train"]["model"]))
     model.to(args.device)
-    times = {True: [], False: []}
-    for use_cache in (True, False) * 3:    # alternate; the first of each warms up, the best of the other two counts
-        t = time.perf_counter()
-        greedy_decode(model, seqs, batch_size=args.batch, max_new_tokens=args.new, use_cache=use_cache)  # ends on the host: synchronised
-        times[use_cache].append(time.perf_counter() - t)
-    times = {k: min(v[1:]) for k, v in times.items()}
     L = int(seqs.prompt_len[0])
-    recomputed, cached = sum(L + t for t in range(args.new)), L + args.new - 1   # tokens through the model per problem
     where = "1 thread" if args.device == "cpu" else args.device
-    print(f"{args.batch} prompts of {L} tokens, {args.new} new tokens each, {where}, {model.n_params():,} parameters; "
-          f"tokens through the model: {recomputed} vs {cached}, so at most {recomputed / cached:.1f}x")
-    print(f"{'recompute the prefix':<24}{times[False]:8.3f} s  {args.batch / times[False]:>9,.0f} problems/s  1.0x")
-    print(f"{'KV cache':<24}{times[True]:8.3f} s  {args.batch / times[True]:>9,.0f} problems/s  {times[False] / times[True]:.1f}x")
+    print(f"{args.batch} prompts of {L} tokens, {where}, {model.n_params():,} parameters")
+    print(f"{'new tokens':>10}{'recompute':>12}{'KV cache':>12}{'ratio':>8}{'ceiling':>9}")
+    for n_new in args.new:
+        times = {True: [], False: []}
+        for use_cache in (True, False) * 3:    # alternate; the first of each warms up, the best of the other two counts
+            t = time.perf_counter()
+            greedy_decode(model, seqs, batch_size=args.batch, max_new_tokens=n_new, use_cache=use_cache)  # ends on the host: synchronised
+            times[use_cache].append(time.perf_counter() - t)
+        times = {k: min(v[1:]) for k, v in times.items()}
+        recomputed, cached = sum(L + t for t in range(n_new)), L + n_new - 1   # tokens through the model per problem
+        print(f"{n_new:>10}{times[False]:>10.3f} s{times[True]:>10.3f} s{times[False] / times[True]:>7.1f}x{recomputed / cached:>8.1f}x")
 
 
 if __name__ == "__main__":

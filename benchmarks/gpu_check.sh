@@ -21,6 +21,5 @@ data=runs/smoke/data/n1000/test_s1.safetensors
 { run 60 benchmarks/decode.py --device cuda --data $data --params params.yaml
   run 60 benchmarks/decode.py --device cuda --data $data --params params-paper.yaml
   run 60 benchmarks/decode.py --device cuda --data $data --model runs/smoke/smoke-standard-s0/model.safetensors
-  run 60 benchmarks/decode.py --device cuda --data $data --params params-paper.yaml --new 40
 } | tee -a "$OUT/bench.txt"
 tail -c 3000 "$OUT/stderr.txt"
