@@ -21,6 +21,7 @@ CLAIMS = {
     "reset":       {"s1": "high", "s2": "high", "s3": "high"},
     "copy_freeze": {"s1": "high", "s2": "high", "s3": "high"},
     "copy_reset":  {"s1": "high", "s2": "high", "s3": "high"},
+    "full_recipe": {"s1": "high", "s2": "high", "s3": "high"},   # NOTES claim 6: copy + freeze + more seen names
 }
 
 def verdict(claim: str, mean: float, std: float, standard: tuple | None = None) -> str:
@@ -63,16 +64,18 @@ def results_table(runs: pd.DataFrame, metric: str = "exact_match") -> pd.DataFra
             claim = CLAIMS[variant][s]
             standard = tuple(stats.loc[("standard", s)][["mean", "std"]]) if ("standard", s) in stats.index else None
             v = verdict(claim, mean, std, standard) if claim != "above standard" or standard else "no standard run"
-            rows.append({"variant": variant, "scenario": s, "mean": mean, "std": std, "seeds": int(n), "paper": claim, "verdict": v})
+            rows.append({"variant": variant, "n_train": runs.loc[runs["run"] == variant, "n_train"].iloc[0], "scenario": s,
+                         "mean": mean, "std": std, "seeds": int(n), "paper": claim, "verdict": v})
     return pd.DataFrame(rows)
 
 def markdown_table(table: pd.DataFrame) -> str:
     "The table as markdown: a row per variant, a column per scenario (mean ± std, claim, verdict)."
     names = {"s1": "1: all seen", "s2": "2: query unseen", "s3": "3: all unseen"}
-    lines = ["| variant | seeds | " + " | ".join(f"scenario {names[s]}" for s in names) + " |", "|---|---|---|---|---|"]
+    lines = ["| variant | seen names | seeds | " + " | ".join(f"scenario {names[s]}" for s in names) + " |", "|---|---|---|---|---|---|"]
     for variant, g in table.groupby("variant", sort=False):
         cells = [f"{r['mean']:.2f} ± {r['std']:.2f} (paper: {r['paper']}; {r['verdict']})" for _, r in g.iterrows()]
-        lines.append(f"| {variant} | {g['seeds'].min()} | " + " | ".join(cells) + " |")
+        n_train = g["n_train"].iloc[0]
+        lines.append(f"| {variant} | {int(n_train) if pd.notna(n_train) else '?'} | {g['seeds'].min()} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 # %% ../nbs/09_results.ipynb #2a0d5333
