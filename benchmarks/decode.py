@@ -8,8 +8,9 @@ for the same number of new tokens, in one process and one thread, reading the lo
 the last position; the ratio is what counts on a noisy machine. Without `--model`, a fresh model
 of the size in params.yaml (`train.model`). One line per generation length: 13 new tokens is the
 longest target of the default task, 21 the evaluation's cap (longest target + 8, what a model that
-never emits <eos> costs), 40 a longer generation. Each line also prints the ceiling of the ratio,
-the tokens the recomputation puts through the model over those the cache does.
+never emits <eos> costs), 40 a longer generation; a trained model stops earlier, once every row has
+emitted <eos> (the `generated` column). Each line also prints the ceiling of the ratio: the tokens
+the recomputation puts through the model over those the cache does.
 """
 import argparse, time
 from pathlib import Path
@@ -56,16 +57,17 @@ def main():
     L = int(seqs.prompt_len[0])
     where = "1 thread" if args.device == "cpu" else args.device
     print(f"{args.batch} prompts of {L} tokens, {where}, {model.n_params():,} parameters")
-    print(f"{'new tokens':>10}{'recompute':>12}{'KV cache':>12}{'ratio':>8}{'ceiling':>9}")
+    print(f"{'at most':>8}{'generated':>11}{'recompute':>12}{'KV cache':>12}{'ratio':>8}{'ceiling':>9}")
     for n_new in args.new:
         times = {True: [], False: []}
         for use_cache in (True, False) * 3:    # alternate; the first of each warms up, the best of the other two counts
             t = time.perf_counter()
-            greedy_decode(model, seqs, batch_size=args.batch, max_new_tokens=n_new, use_cache=use_cache)  # ends on the host: synchronised
+            out = greedy_decode(model, seqs, batch_size=args.batch, max_new_tokens=n_new, use_cache=use_cache)  # ends on the host: synchronised
             times[use_cache].append(time.perf_counter() - t)
         times = {k: min(v[1:]) for k, v in times.items()}
-        recomputed, cached = sum(L + t for t in range(n_new)), L + n_new - 1   # tokens through the model per problem
-        print(f"{n_new:>10}{times[False]:>10.3f} s{times[True]:>10.3f} s{times[False] / times[True]:>7.1f}x{recomputed / cached:>8.1f}x")
+        steps = int((out.lengths - out.prompt_len).max())      # decoding stops once every row has emitted <eos>
+        recomputed, cached = sum(L + t for t in range(steps)), L + steps - 1   # tokens through the model per problem
+        print(f"{n_new:>8}{steps:>11}{times[False]:>10.3f} s{times[True]:>10.3f} s{times[False] / times[True]:>7.1f}x{recomputed / cached:>8.1f}x")
 
 
 if __name__ == "__main__":
