@@ -57,6 +57,7 @@ def collect(eval_dir="runs/eval") -> pd.DataFrame:
 def results_table(runs: pd.DataFrame, metric: str = "exact_match") -> pd.DataFrame:
     "Mean, std and seed count per variant and scenario, the paper's claim and the verdict."
     stats = runs.groupby(["run", "scenario"])[metric].agg(["mean", "std", "count"]).fillna({"std": 0.0})
+    n_train = runs.groupby("run")["n_train"].first()                       # seen names each run trained on
     rows = []
     for variant in [v for v in CLAIMS if v in stats.index.get_level_values(0)]:
         for s in ("s1", "s2", "s3"):
@@ -64,7 +65,7 @@ def results_table(runs: pd.DataFrame, metric: str = "exact_match") -> pd.DataFra
             claim = CLAIMS[variant][s]
             standard = tuple(stats.loc[("standard", s)][["mean", "std"]]) if ("standard", s) in stats.index else None
             v = verdict(claim, mean, std, standard) if claim != "above standard" or standard else "no standard run"
-            rows.append({"variant": variant, "n_train": runs.loc[runs["run"] == variant, "n_train"].iloc[0], "scenario": s,
+            rows.append({"variant": variant, "n_train": n_train[variant], "scenario": s,
                          "mean": mean, "std": std, "seeds": int(n), "paper": claim, "verdict": v})
     return pd.DataFrame(rows)
 
