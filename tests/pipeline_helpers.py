@@ -14,11 +14,13 @@ SMOKE = {
     "train": {"model": {"n_layer": 1, "d_model": 32, "n_head": 2, "d_mlp": 64},
               "intervention": {"reset_every": 10},
               "training": {"steps": 20, "batch_size": 16, "warmup": 5, "log_every": 10, "monitor_problems": 20},
-              # every kind of experiment once: the six variants, untied, no weight decay, resets that stop, the recipe, the sweep
+              # every kind of experiment once: the six variants, the mixture read-out, resets of the names only, untied, no weight decay, resets that stop, the recipe, the sweep
               "experiments": {**{v: {"variant": v} for v in ("standard", "copy", "freeze", "reset", "copy_freeze", "copy_reset")},
                               "standard-untied": {"variant": "standard", "model": {"tied": False}},
                               "standard-wd0": {"variant": "standard", "training": {"weight_decay": 0.0}},
                               "reset-until": {"variant": "reset", "intervention": {"reset_until": 10}},
+                              "copy_mixture": {"variant": "copy", "model": {"copy": "mixture"}},
+                              "reset_names": {"variant": "reset", "intervention": {"reset_rows": "names"}},
                               "full_recipe": {"variant": "copy_freeze", "n_train": 20},
                               **{f"{v}-n{n}": {"variant": v, "n_train": n} for v in ("standard", "copy") for n in (20, 50)}}},
     "figures": {"baseline": "standard-n50"},

@@ -55,7 +55,7 @@ def naive_greedy(model, prompt, max_new):
     return seq
 
 
-@pytest.mark.parametrize("options", [dict(), dict(positions="learned", copy="pointer"), dict(copy="embed", identity_attention=True)])
+@pytest.mark.parametrize("options", [dict(), dict(positions="learned", copy="pointer"), dict(copy="embed", identity_attention=True), dict(copy="mixture")])
 def test_cached_decoding_equals_recomputation(options):
     seqs = scenario_sets(DataConfig(test_problems=24), seed=4)["s3"]
     torch.manual_seed(1)

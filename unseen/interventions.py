@@ -20,10 +20,12 @@ class InterventionConfig:
     reset_every: int = 0             # re-draw them every this many steps (0: never)
     reset_until: int | None = None   # last step at which a reset may happen (None: until the end)
     reset_optimizer: bool = True     # zero their Adam moments and restart bias correction at a reset
+    reset_rows: str = "all"          # all | names: re-draw every row, or only the variable names' (structure tokens keep theirs)
 
     def __post_init__(self):
         if self.reset_every < 0: raise ValueError(f"reset_every={self.reset_every}: cannot be negative")
         if self.freeze and self.reset_every: raise ValueError("freeze and reset_every are exclusive: a frozen matrix has nothing to forget")
+        if self.reset_rows not in ("all", "names"): raise ValueError(f"reset_rows={self.reset_rows!r}: expected 'all' or 'names'")
 
     def resets_at(self, step: int) -> bool:
         "Whether a reset happens after optimiser step `step` (1-based)."
@@ -59,10 +61,16 @@ def freeze_embeddings(model: Transformer):
 
 @torch.no_grad()
 def reset_embeddings(model: Transformer, optimizer: torch.optim.Optimizer | None, generator: torch.Generator | None = None,
-                     reset_optimizer: bool = True):
-    "Re-draw the (un)embeddings from their initial distribution; zero their optimiser state."
+                     reset_optimizer: bool = True, keep_rows: int = 0):
+    "Re-draw the (un)embeddings from their initial distribution, except the first `keep_rows` rows; zero their optimiser state."
     for p in embedding_parameters(model):
-        init_embeddings(p, model.cfg.embed_init, model.cfg.embed_scale, generator)
+        if keep_rows:
+            fresh = torch.empty_like(p)
+            init_embeddings(fresh, model.cfg.embed_init, model.cfg.embed_scale, generator)
+            p[keep_rows:] = fresh[keep_rows:]
+        else: init_embeddings(p, model.cfg.embed_init, model.cfg.embed_scale, generator)
         state = optimizer.state.get(p) if optimizer is not None and reset_optimizer else None
         for key, value in (state or {}).items():
-            if torch.is_tensor(value): value.zero_()                          # exp_avg, exp_avg_sq, step, momentum
+            if not torch.is_tensor(value): continue
+            if not keep_rows: value.zero_()                                   # exp_avg, exp_avg_sq, step, momentum
+            elif value.shape == p.shape: value[keep_rows:] = 0                # the re-drawn rows' moments; the shared step stays

@@ -16,7 +16,7 @@ __all__ = ['POSITIONS', 'COPY_FORMS', 'EMBED_INITS', 'ModelConfig', 'rotary', 's
 
 # %% ../nbs/02_model.ipynb #5b1b6fbb
 POSITIONS = ("rotary", "learned", "sinusoidal", "none")
-COPY_FORMS = ("none", "embed", "pointer")
+COPY_FORMS = ("none", "embed", "pointer", "mixture")
 EMBED_INITS = ("gaussian", "orthogonal")
 
 @dataclass
@@ -32,6 +32,7 @@ class ModelConfig:
     positions: str = "rotary"       # rotary | learned | sinusoidal | none
     tied: bool = True               # unembedding = embedding (as in the paper and Gemma)
     copy: str = "none"              # copy-attention head: none | embed (values X W_E, through the unembedding) | pointer (scatter onto the vocabulary)
+                                    #   | mixture (pointer-generator: a gate mixes the copy and vocabulary distributions)
     identity_attention: bool = False  # Boix-Adserà et al. 2024: W_K W_Q^T + a I and W_V W_O^T + b I, a and b trainable per head
     embed_init: str = "gaussian"    # initial (un)embedding rows: gaussian | orthogonal
     init_std: float = 0.02          # std of every initial weight except the (un)embedding rows
@@ -147,6 +148,8 @@ class CopyHead(nn.Module):
         self.cfg = cfg
         self.query, self.key = nn.Linear(cfg.d_model, cfg.d_model, bias=False), nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.gain = nn.Parameter(torch.ones(()))
+        # created last, and only for the mixture, so the other forms draw the same initial weights as before
+        self.gate = nn.Linear(cfg.d_model, 1) if cfg.copy == "mixture" else None
         self.pattern = None                                       # (B, T, T_total), when recorded
 
     def forward(self, h, idx, wte: torch.Tensor, cache: dict | None = None, record=False):
@@ -217,7 +220,10 @@ class Transformer(nn.Module):
         pattern, ids = pick(pattern), pick(ids)
         scattered = torch.zeros(*pattern.shape[:-1], self.cfg.vocab_size, device=idx.device, dtype=pattern.dtype)
         scattered.scatter_add_(-1, ids, pattern)                                 # (B, T, V) or (N, V)
-        return self.lm_head(pick(h)) + self.copy.gain * scattered
+        if self.cfg.copy == "pointer": return self.lm_head(pick(h)) + self.copy.gain * scattered
+        gate = torch.sigmoid(self.copy.gate(pick(h)))                            # (B, T, 1) or (N, 1)
+        mixed = gate * scattered + (1 - gate) * self.lm_head(pick(h)).softmax(-1)   # (B, T, V) or (N, V): sums to 1
+        return mixed.clamp_min(1e-30).log()                                      # log-probabilities, floored where both are 0
 
     def new_cache(self):
         "An empty decoding cache: one dict per block, plus one for the copy head."

@@ -17,8 +17,10 @@ __all__ = ['CLAIMS', 'BEGIN', 'END', 'README_BLOCKS', 'verdict', 'run_files', 'c
 CLAIMS = {
     "standard":    {"s1": "high", "s2": "fails", "s3": "fails"},
     "copy":        {"s1": "high", "s2": "above standard", "s3": "fails"},
+    "copy_mixture": {"s1": "high", "s2": "above standard", "s3": "fails"},  # the same head, pointer-generator read-out
     "freeze":      {"s1": "high", "s2": "high", "s3": "high"},
     "reset":       {"s1": "high", "s2": "high", "s3": "high"},
+    "reset_names": {"s1": "high", "s2": "high", "s3": "high"},   # resets that keep the structure tokens' rows
     "copy_freeze": {"s1": "high", "s2": "high", "s3": "high"},
     "copy_reset":  {"s1": "high", "s2": "high", "s3": "high"},
     "full_recipe": {"s1": "high", "s2": "high", "s3": "high"},   # NOTES claim 6: copy + freeze + more seen names

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file, load_file
 from tqdm.auto import tqdm
-from .tokens import Sequences, Vocab, PAD, TRUE, FALSE
+from .tokens import Sequences, Vocab, STRUCTURE, PAD, TRUE, FALSE
 from .datasets import load_sequences, load_metadata
 from .model import Transformer, ModelConfig
 from .interventions import InterventionConfig, freeze_embeddings, reset_embeddings, variant
@@ -237,7 +237,8 @@ def train(data_dir, out_dir, intervention: str = "standard", seed: int = 0, mode
         if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
         opt.step()
         if iv.resets_at(step) and step < cfg.steps:   # a reset at the last step would only throw the embeddings away
-            reset_embeddings(net, opt, torch.Generator().manual_seed(seed * 1_000_003 + step), iv.reset_optimizer)
+            reset_embeddings(net, opt, torch.Generator().manual_seed(seed * 1_000_003 + step), iv.reset_optimizer,
+                             keep_rows=len(STRUCTURE) if iv.reset_rows == "names" else 0)
         running, seen = running + loss.item(), seen + 1
         if step % cfg.log_every == 0 or step == cfg.steps:
             rows.append({"step": step, "lr": lr, "loss": running / seen, **monitor(net, sets, vocab, cfg.device), **collapse_stats(net, vocab)})
