@@ -21,6 +21,7 @@ SMOKE = {
                               "reset-until": {"variant": "reset", "intervention": {"reset_until": 10}},
                               "copy_mixture": {"variant": "copy", "model": {"copy": "mixture"}},
                               "reset_names": {"variant": "reset", "intervention": {"reset_rows": "names"}},
+                              "reset_names-until": {"variant": "reset", "intervention": {"reset_rows": "names", "reset_until": 10}},
                               "full_recipe": {"variant": "copy_freeze", "n_train": 20},
                               **{f"{v}-n{n}": {"variant": v, "n_train": n} for v in ("standard", "copy") for n in (20, 50)}}},
     "figures": {"baseline": "standard-n50"},
