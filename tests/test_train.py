@@ -104,3 +104,20 @@ def test_a_checkpoint_left_half_deleted_by_a_kill_does_not_block_the_next(data, 
     (tmp_path / "r/checkpoint.old/model.safetensors").write_bytes(b"partial")
     train(data, tmp_path / "r", model=SMALL, cfg=TrainConfig(**{**CFG, "steps": 30, "checkpoint_every": 10}), progress=False)
     assert json.loads((tmp_path / "r/checkpoint/state.json").read_text())["step"] == 30
+
+
+def test_resets_of_the_name_rows_keep_the_structure_rows(data, tmp_path):
+    "lr 0: only resets move the embedding; with reset_rows 'names' the structure tokens' rows stay at initialisation."
+    from unseen.tokens import STRUCTURE
+    torch.set_num_threads(1)
+    cfg = TrainConfig(**{**CFG, "steps": 12, "lr": 0.0, "checkpoint_every": 0})
+    runs = {"none": ("standard", {}), "names": ("reset", {"reset_every": 10, "reset_rows": "names"}),
+            "all": ("reset", {"reset_every": 10})}
+    wte = {}
+    for name, (variant, interventions) in runs.items():
+        train(data, tmp_path / name, intervention=variant, model=SMALL, interventions=interventions, cfg=cfg, progress=False)
+        wte[name] = _weights(tmp_path / name)["wte.weight"]
+    k = len(STRUCTURE)
+    assert torch.equal(wte["names"][:k], wte["none"][:k])
+    assert (wte["names"][k:] != wte["none"][k:]).all()
+    assert (wte["all"] != wte["none"]).all()
