@@ -7,6 +7,7 @@ import torch
 from safetensors.torch import load_file
 
 from unseen.datasets import DataConfig, generate_datasets
+from unseen.tokens import STRUCTURE
 from unseen.train import TrainConfig, train
 
 SMALL = dict(n_layer=2, d_model=64, n_head=4, d_mlp=128)
@@ -108,7 +109,6 @@ def test_a_checkpoint_left_half_deleted_by_a_kill_does_not_block_the_next(data, 
 
 def test_resets_of_the_name_rows_keep_the_structure_rows(data, tmp_path):
     "lr 0: only resets move the embedding; with reset_rows 'names' the structure tokens' rows stay at initialisation."
-    from unseen.tokens import STRUCTURE
     torch.set_num_threads(1)
     cfg = TrainConfig(**{**CFG, "steps": 12, "lr": 0.0, "checkpoint_every": 0})
     runs = {"none": ("standard", {}), "names": ("reset", {"reset_every": 10, "reset_rows": "names"}),

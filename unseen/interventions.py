@@ -64,11 +64,7 @@ def reset_embeddings(model: Transformer, optimizer: torch.optim.Optimizer | None
                      reset_optimizer: bool = True, keep_rows: int = 0):
     "Re-draw the (un)embeddings from their initial distribution, except the first `keep_rows` rows; zero their optimiser state."
     for p in embedding_parameters(model):
-        if keep_rows:
-            fresh = torch.empty_like(p)
-            init_embeddings(fresh, model.cfg.embed_init, model.cfg.embed_scale, generator)
-            p[keep_rows:] = fresh[keep_rows:]
-        else: init_embeddings(p, model.cfg.embed_init, model.cfg.embed_scale, generator)
+        p[keep_rows:] = init_embeddings(torch.empty_like(p), model.cfg.embed_init, model.cfg.embed_scale, generator)[keep_rows:]
         state = optimizer.state.get(p) if optimizer is not None and reset_optimizer else None
         for key, value in (state or {}).items():
             if not torch.is_tensor(value): continue

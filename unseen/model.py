@@ -217,12 +217,12 @@ class Transformer(nn.Module):
             copied = pattern @ self.wte(ids)                                     # (B, T, C): sum_s p_ts W_E[x_s]
             return self.lm_head(pick(h + self.copy.gain * copied))
         ids = ids[:, None, :].expand(B, T, ids.shape[1])                         # (B, T, T_total): id of each attended token
-        pattern, ids = pick(pattern), pick(ids)
+        pattern, ids, h = pick(pattern), pick(ids), pick(h)                      # h: (B, T, C) or (N, C)
         scattered = torch.zeros(*pattern.shape[:-1], self.cfg.vocab_size, device=idx.device, dtype=pattern.dtype)
         scattered.scatter_add_(-1, ids, pattern)                                 # (B, T, V) or (N, V)
-        if self.cfg.copy == "pointer": return self.lm_head(pick(h)) + self.copy.gain * scattered
-        gate = torch.sigmoid(self.copy.gate(pick(h)))                            # (B, T, 1) or (N, 1)
-        mixed = gate * scattered + (1 - gate) * self.lm_head(pick(h)).softmax(-1)   # (B, T, V) or (N, V): sums to 1
+        if self.cfg.copy == "pointer": return self.lm_head(h) + self.copy.gain * scattered
+        gate = torch.sigmoid(self.copy.gate(h))                                  # (B, T, 1) or (N, 1)
+        mixed = gate * scattered + (1 - gate) * self.lm_head(h).softmax(-1)      # (B, T, V) or (N, V): sums to 1
         return mixed.clamp_min(1e-30).log()                                      # log-probabilities, floored where both are 0
 
     def new_cache(self):
