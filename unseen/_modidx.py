@@ -277,6 +277,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'unseen.model.Transformer.new_cache': ('model.html#transformer.new_cache', 'unseen/model.py'),
                               'unseen.model.Transformer.unembedding': ('model.html#transformer.unembedding', 'unseen/model.py'),
                               'unseen.model.append_to_cache': ('model.html#append_to_cache', 'unseen/model.py'),
+                              'unseen.model.attend': ('model.html#attend', 'unseen/model.py'),
                               'unseen.model.init_embeddings': ('model.html#init_embeddings', 'unseen/model.py'),
                               'unseen.model.rotary': ('model.html#rotary', 'unseen/model.py'),
                               'unseen.model.sinusoidal': ('model.html#sinusoidal', 'unseen/model.py')},
