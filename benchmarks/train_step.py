@@ -12,8 +12,9 @@ the logits out only at the targets (`target_loss`). The defaults are the CPU pip
 this machine is measured in the same run, and each step's useful work (6 x parameters x tokens,
 plus attention) is given as a fraction of it; `--targets 1` is the plain language-model step.
 On CUDA the matmul rate is measured in the run's dtype (fp32 without TF32, or bf16) on 4096^3 products.
+With `--dtype bfloat16` our model also trains in float32 in the same loop: the last line is what bf16 buys.
 """
-import argparse, time
+import argparse, contextlib, time
 
 import torch
 import torch.nn.functional as F
@@ -78,6 +79,8 @@ def main():
         return x.to(device), y.to(device)
     ours, theirs = Transformer(cfg).to(device), gpt2(cfg).to(device)
     steps = {"ours": step_fn(ours, False, autocast), "GPT2LMHeadModel": step_fn(theirs, True, autocast)}
+    if args.dtype == "bfloat16":   # the reference for what autocast buys: the same model in float32
+        steps["ours, float32"] = step_fn(Transformer(cfg).to(device), False, contextlib.nullcontext())
     batches = [batch() for _ in range(4)]
     elapsed = {k: 0.0 for k in steps}
     for i in range(args.steps + 3):
@@ -98,6 +101,7 @@ def main():
     for name in steps:
         print(f"{name:<18}{tps[name]:>10,.0f} tokens/s  {tps[name] / tps['GPT2LMHeadModel']:.2f}x GPT2  "
               f"{flops / elapsed[name] / rate:.1%} of the matmul rate")
+    if "ours, float32" in steps: print(f"ours, bfloat16 / float32: {tps['ours'] / tps['ours, float32']:.2f}x")
 
 
 if __name__ == "__main__":
