@@ -1,46 +1,61 @@
-"""One tuning run outside the pipeline: generate (or reuse) a dataset, train, decode the three scenarios.
+"""One tuning run outside the pipeline: generate (or reuse) a dataset, train, score the validation split.
 
-    python tuning/sweep.py NAME '{"n_train": 1000, "variant": "freeze", "model": {"d_model": 64, "d_mlp": 256},
-                                  "training": {"steps": 2500, "answer_weight": 5.0}}' [--out /tmp/unseen-tuning]
+    python tuning/sweep.py NAME '{"n_train": 1000, "variant": "freeze", "cot_format": "derived",
+                                  "training": {"schedule": "trigger", "steps": 8000}}' [--out /tmp/unseen-tuning] [--report-test]
 
-Keys: n_train, seed (of training; the data always use seed 0, as the pipeline does), problem (LogicConfig overrides),
-train_problems, variant, model (ModelConfig overrides: note that
-its defaults are d_model 128, d_mlp 512, not the pipeline's), interventions, training (TrainConfig overrides).
-Prints one JSON line: minutes, and per scenario [exact match, answer accuracy] of greedy decoding.
+Keys: n_train, seed (of training; the data always use seed 0, as the pipeline does), cot_format, problem (LogicConfig
+overrides), train_problems, variant, model (ModelConfig overrides), interventions, training (TrainConfig overrides).
+Recipe choices are made on the validation split (seen names, training distribution, a seed of its own): the run prints
+its greedy exact match and answer accuracy, `[exact match, answer]`, with the steps trained. `--report-test` also decodes
+the three scenario test sets, for reporting a chosen recipe, never for choosing one.
 """
 import argparse, json, os, shutil, time
 from pathlib import Path
 
 import torch
 
-from unseen.datasets import DataConfig, generate_datasets
-from unseen.evaluate import evaluate_scenarios
+from unseen.datasets import DataConfig, generate_datasets, load_sequences
+from unseen.evaluate import evaluate, evaluate_scenarios
 from unseen.train import TrainConfig, load_model, train
+
+# the CPU pipeline's model and optimiser (params.yaml), so a spec names only what it changes
+PIPELINE_MODEL = {"n_layer": 2, "d_model": 64, "n_head": 4, "d_mlp": 256, "positions": "rotary"}
+PIPELINE_TRAINING = {"lr": 3e-3, "dtype": "bfloat16", "log_every": 100, "checkpoint_every": 0}
+
+
+def dataset(out: Path, spec: dict) -> Path:
+    "The datasets of `spec` (seed 0, as in the pipeline), generated once and shared by runs of the same data settings."
+    n_train, cot_format = spec.get("n_train", 1000), spec.get("cot_format", "rules")
+    data = out / "data" / f"n{n_train}-{cot_format}"
+    if not (data / "stats.json").exists():
+        # into a directory of this process, then renamed: two runs started together both generate, one keeps its copy
+        own = data.with_name(f"{data.name}.{os.getpid()}")
+        generate_datasets(DataConfig(n_train=n_train, cot_format=cot_format, problem=spec.get("problem", {}),
+                                     train_problems=spec.get("train_problems", 200000)), 0, own, progress=False)
+        try: own.rename(data)
+        except OSError: shutil.rmtree(own)      # the other run was first: same seed, same data
+    return data
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("name"); ap.add_argument("spec", type=json.loads); ap.add_argument("--out", default="/tmp/unseen-tuning")
+    ap.add_argument("--report-test", action="store_true", help="also decode the scenario test sets (reporting only)")
     args = ap.parse_args()
     spec, out = args.spec, Path(args.out)
     torch.set_num_threads(1)
-    n_train = spec.get("n_train", 100)
-    data = out / "data" / f"n{n_train}"   # shared by runs of the same vocabulary (same seed, same problem settings)
-    if not (data / "stats.json").exists():
-        # into a directory of this process, then renamed: two runs started together both generate, one keeps its copy
-        own = data.with_name(f"{data.name}.{os.getpid()}")
-        generate_datasets(DataConfig(n_train=n_train, problem=spec.get("problem", {}), train_problems=spec.get("train_problems", 200000)),
-                          0, own, progress=False)
-        try: own.rename(data)
-        except OSError: shutil.rmtree(own)      # the other run was first: same seed, same data
-    variant = spec.get("variant", "standard")
-    cfg = TrainConfig(**{"log_every": 250, "checkpoint_every": 0, **spec.get("training", {})})
+    data = dataset(out, spec)
+    cfg = TrainConfig(**{**PIPELINE_TRAINING, **spec.get("training", {})})
     start = time.time()
-    train(data, out / args.name, intervention=variant, seed=spec.get("seed", 0), model=spec.get("model", {}), interventions=spec.get("interventions", {}),
-          cfg=cfg, progress=False)
-    result = evaluate_scenarios(load_model(out / args.name / "model.safetensors"), data)
-    print(json.dumps({"name": args.name, "minutes": round((time.time() - start) / 60, 1),
-                      **{s: [result[s]["exact_match"], result[s]["answer"]] for s in result}}))
+    metrics = train(data, out / args.name, intervention=spec.get("variant", "standard"), seed=spec.get("seed", 0),
+                    model={**PIPELINE_MODEL, **spec.get("model", {})}, interventions=spec.get("interventions", {}), cfg=cfg, progress=False)
+    model = load_model(out / args.name / "model.safetensors")
+    valid = evaluate(model, load_sequences(data / "valid.safetensors"))
+    result = {"name": args.name, "minutes": round((time.time() - start) / 60, 1), "steps": metrics["step"],
+              "trigger_step": metrics.get("trigger_step"), "valid": [valid["exact_match"], valid["answer"]]}
+    if args.report_test:
+        result.update({s: [r["exact_match"], r["answer"]] for s, r in evaluate_scenarios(model, data).items()})
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ from .logic import LogicConfig, sample_problems
 from .tokens import Vocab, Sequences, serialize, scenario_names, draw_names, COT_FORMATS, SCENARIOS
 
 # %% auto #0
-__all__ = ['CHUNK', 'SPLITS', 'DataConfig', 'training_set', 'scenario_sets', 'save_sequences', 'load_sequences', 'load_metadata',
-           'split_stats', 'overlap', 'generate_datasets', 'plot_stats']
+__all__ = ['CHUNK', 'SPLITS', 'DataConfig', 'training_set', 'validation_set', 'scenario_sets', 'save_sequences', 'load_sequences',
+           'load_metadata', 'split_stats', 'overlap', 'generate_datasets', 'plot_stats']
 
 # %% ../nbs/01a_datasets.ipynb #37250819
 @dataclass(frozen=True)
@@ -27,11 +27,12 @@ class DataConfig:
     cot_format: str = "rules"      # token format of prompt and chain of thought: see `unseen.tokens`
     train_problems: int = 200_000  # training problems (all names seen)
     test_problems: int = 500       # problems per test scenario
+    valid_problems: int = 500      # validation problems: the training distribution (seen names), their own seed
     problem: LogicConfig = field(default_factory=LogicConfig)  # what a problem looks like
 
     def __post_init__(self):
         if isinstance(self.problem, dict): object.__setattr__(self, "problem", LogicConfig.from_dict(self.problem, "generate.problem"))
-        for name in ("train_problems", "test_problems"):
+        for name in ("train_problems", "test_problems", "valid_problems"):
             if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: needs at least 1 problem")
         if self.cot_format not in COT_FORMATS: raise ValueError(f"cot_format={self.cot_format!r}: expected one of {COT_FORMATS}")
         most = self.problem.n_vars[1]
@@ -70,6 +71,12 @@ def training_set(cfg: DataConfig, seed: int, progress=True) -> Sequences:
     if leaked: raise AssertionError(f"{leaked} unseen tokens in the training set")
     return seqs
 
+def validation_set(cfg: DataConfig, seed: int) -> Sequences:
+    "Validation problems from the training distribution (seen names) and a seed of their own: what training selects on."
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
+    batch = sample_problems(cfg.problem, cfg.valid_problems, rng)
+    return serialize(batch, draw_names(rng, cfg.vocab.seen_ids, len(batch), int(batch.n_vars.max(initial=1))), cfg.cot_format)
+
 def scenario_sets(cfg: DataConfig, seed: int) -> dict:
     "The three scenario test sets: the same problems, named per scenario."
     rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
@@ -77,7 +84,7 @@ def scenario_sets(cfg: DataConfig, seed: int) -> dict:
     return {s: serialize(batch, names, cfg.cot_format) for s, names in scenario_names(batch, cfg.vocab, rng).items()}
 
 # %% ../nbs/01a_datasets.ipynb #5dc84eda
-SPLITS = ("train",) + tuple(f"test_{s}" for s in SCENARIOS)
+SPLITS = ("train", "valid") + tuple(f"test_{s}" for s in SCENARIOS)
 
 def save_sequences(seqs: Sequences, path, metadata: dict):
     "Write `seqs` to a safetensors file."
@@ -126,7 +133,8 @@ def generate_datasets(cfg: DataConfig, seed: int, out_dir, progress=True) -> dic
     if tmp.exists(): shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     vocab = cfg.vocab
-    splits = {"train": training_set(cfg, seed, progress), **{f"test_{s}": v for s, v in scenario_sets(cfg, seed).items()}}
+    splits = {"train": training_set(cfg, seed, progress), "valid": validation_set(cfg, seed),
+              **{f"test_{s}": v for s, v in scenario_sets(cfg, seed).items()}}
     for name, seqs in splits.items():
         save_sequences(seqs, tmp / f"{name}.safetensors", {"split": name, "seed": seed, "config": cfg.to_dict()})
     (tmp / "vocab.json").write_text(json.dumps({"tokens": vocab.tokens, "n_train": cfg.n_train, "n_unseen": cfg.n_unseen}, indent=1))

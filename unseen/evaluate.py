@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from tqdm.auto import tqdm
-from .tokens import Vocab, Sequences, PAD, EOS, COMMA, QMARK, EQUALS, TRUE, FALSE, COT_FORMATS, SCENARIOS
+from .tokens import Vocab, Sequences, PAD, EOS, COMMA, DOT, QMARK, EQUALS, TRUE, FALSE, COT_FORMATS, SCENARIOS
 from .datasets import load_sequences, load_metadata
 
 # %% auto #0
@@ -179,7 +179,8 @@ def token_kinds(seqs: Sequences, vocab: Vocab, cot_format: str = "rules") -> np.
     prev = np.concatenate([[PAD], tokens[:-1]])
     name, unseen = vocab.is_name(tokens), vocab.is_unseen(tokens)
     cot = target & (from_end > 4)
-    next_rule = cot & name & ((prev == COMMA) | (prev == EQUALS)) if cot_format == "rules" else cot & name
+    rule_end = {"rules": COMMA, "derived": DOT}.get(cot_format)        # the token that ends a rule of the chain of thought
+    next_rule = cot & name & ((prev == rule_end) | (prev == EQUALS)) if rule_end is not None else cot & name
     copy = target & name & ~next_rule
     kinds = np.full(len(tokens), PROMPT, np.int8)
     kinds[target] = STRUCTURE_KIND

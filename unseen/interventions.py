@@ -10,7 +10,8 @@ import torch
 from .model import Transformer, ModelConfig, init_embeddings
 
 # %% auto #0
-__all__ = ['VARIANTS', 'InterventionConfig', 'variant', 'embedding_parameters', 'freeze_embeddings', 'reset_embeddings']
+__all__ = ['VARIANTS', 'InterventionConfig', 'variant', 'embedding_parameters', 'freeze_embeddings', 'reset_embeddings',
+           'redraw_rows']
 
 # %% ../nbs/03_interventions.ipynb #975a2e37
 @dataclass(frozen=True)
@@ -70,3 +71,14 @@ def reset_embeddings(model: Transformer, optimizer: torch.optim.Optimizer | None
             if not torch.is_tensor(value): continue
             if not keep_rows: value.zero_()                                   # exp_avg, exp_avg_sq, step, momentum
             elif value.shape == p.shape: value[keep_rows:] = 0                # the re-drawn rows' moments; the shared step stays
+
+# %% ../nbs/03_interventions.ipynb #76ecb4e3
+@torch.no_grad()
+def redraw_rows(model: Transformer, rows, generator: torch.Generator | None = None) -> Transformer:
+    "A copy of `model` whose (un)embedding rows `rows` are re-drawn from their initial distribution."
+    import copy
+    fresh = copy.deepcopy(model)
+    rows = torch.as_tensor(rows, dtype=torch.long)
+    for p in embedding_parameters(fresh):
+        p[rows] = init_embeddings(torch.empty_like(p), fresh.cfg.embed_init, fresh.cfg.embed_scale, generator)[rows].to(p.dtype)
+    return fresh

@@ -39,7 +39,7 @@ class Vocab:
     def encode(self, text): return np.array([self.tokens.index(t) for t in text.split()])
 
 # %% ../nbs/01_tokens.ipynb #2262af73
-COT_FORMATS = ("rules", "arrow")
+COT_FORMATS = ("rules", "derived", "arrow")  # see `serialize`
 
 @dataclass
 class Sequences:
@@ -102,8 +102,9 @@ def serialize(batch: ProblemBatch, names: np.ndarray, cot_format: str = "rules")
     prompt = [col(BOS), rules.reshape(N, -1), facts.reshape(N, -1), col(QMARK), query, col(EQUALS)]
     prompt_mask = [yes, rule_mask.reshape(N, -1), np.repeat(batch.facts >= 0, 2, 1), yes, yes, yes]
     fired = np.where(batch.fired >= 0, batch.fired, 0)
-    if cot_format == "rules":
+    if cot_format in ("rules", "derived"):
         cot, cot_mask = rules[rows, fired], rule_mask[rows, fired] & (batch.fired >= 0)[..., None]
+        if cot_format == "derived": cot = np.concatenate([cot[..., :-1], np.full_like(cot[..., -1:], DOT)], -1)  # a fired rule ends as a fact does
     else:
         cot, cot_mask = rules[rows, fired][..., -2:-1], (batch.fired >= 0)[..., None]
     answer = np.where(batch.label, TRUE, FALSE)[:, None]

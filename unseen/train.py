@@ -26,14 +26,18 @@ __all__ = ['ANSWERS', 'TrainConfig', 'batch_at', 'batch_from', 'target_loss', 'm
 @dataclass(frozen=True)
 class TrainConfig:
     "Optimisation, logging and checkpointing of one training run."
-    steps: int = 3500              # optimiser steps
+    steps: int = 3500              # optimiser steps (schedule trigger: the most a run may take)
     batch_size: int = 64           # problems per step
     optimizer: str = "adamw"       # adamw | sgd (plain SGD for the theory checks)
     lr: float = 2e-3               # peak learning rate
     betas: tuple = (0.9, 0.95)     # AdamW betas (SGD: betas[0] is the momentum)
     weight_decay: float = 0.1      # L2 / decoupled weight decay on matrices, embeddings included
     warmup: int = 200              # linear warm-up steps
-    min_lr_ratio: float = 0.1      # cosine decay ends at this fraction of lr
+    min_lr_ratio: float = 0.1      # the decay ends at this fraction of lr
+    schedule: str = "cosine"       # cosine: decay over all `steps` | trigger: hold lr until the validation split reaches `trigger_at`, then decay
+    trigger_metric: str = "answer_acc"  # trigger: what is read on the validation split: answer_acc | seq_acc | token_acc (teacher-forced)
+    trigger_at: float = 0.95       # trigger: the value of `trigger_metric`, at a log row, that starts the decay
+    decay_steps: int = 1000        # trigger: steps of the cosine decay after the trigger; the run stops at its end
     grad_clip: float = 1.0         # max gradient norm (0: no clipping)
     answer_weight: float = 1.0     # weight of the answer token (T/F) in the loss; the other targets weigh 1
     dtype: str = "float32"         # float32 | bfloat16 (autocast)
@@ -47,15 +51,23 @@ class TrainConfig:
         object.__setattr__(self, "betas", tuple(self.betas))
         if self.optimizer not in ("adamw", "sgd"): raise ValueError(f"optimizer={self.optimizer!r}: expected adamw or sgd")
         if self.dtype not in ("float32", "bfloat16"): raise ValueError(f"dtype={self.dtype!r}: expected float32 or bfloat16")
+        if self.schedule not in ("cosine", "trigger"): raise ValueError(f"schedule={self.schedule!r}: expected cosine or trigger")
+        if self.trigger_metric not in ("answer_acc", "seq_acc", "token_acc"):
+            raise ValueError(f"trigger_metric={self.trigger_metric!r}: expected answer_acc, seq_acc or token_acc")
+        if self.schedule == "trigger" and not self.warmup < self.steps - self.decay_steps:
+            raise ValueError(f"steps={self.steps}: a trigger schedule needs more than warmup + decay_steps = {self.warmup + self.decay_steps} steps")
         for name in ("steps", "batch_size", "log_every"):
             if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: must be at least 1")
         if self.device.startswith("cuda") and not torch.cuda.is_available():
             raise ValueError(f"device={self.device!r} but CUDA is not available here: use device: cpu")
 
-    def lr_at(self, step: int) -> float:
-        "Learning rate of optimiser step `step` (1-based): linear warm-up, then cosine to `min_lr_ratio * lr`."
+    def lr_at(self, step: int, trigger: int | None = None) -> float:
+        "Learning rate of optimiser step `step` (1-based): linear warm-up, then cosine to `min_lr_ratio * lr` (after `trigger`, if triggered)."
         if step <= self.warmup: return self.lr * step / max(self.warmup, 1)
-        progress = (step - self.warmup) / max(self.steps - self.warmup, 1)
+        if self.schedule == "trigger":
+            if trigger is None or step <= trigger: return self.lr
+            progress = (step - trigger) / self.decay_steps
+        else: progress = (step - self.warmup) / max(self.steps - self.warmup, 1)
         return self.lr * (self.min_lr_ratio + (1 - self.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
 
 # %% ../nbs/04_train.ipynb #d08a6784
@@ -220,15 +232,18 @@ def train(data_dir, out_dir, intervention: str = "standard", seed: int = 0, mode
     out_dir.mkdir(parents=True, exist_ok=True)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else out_dir / "checkpoint"
     start, resumed = load_checkpoint(checkpoint_dir, net, opt, run_id)
-    sets = {s: load_sequences(data_dir / f"test_{s}.safetensors") for s in ("s1", "s2", "s3")}
+    # the validation split decides (the trigger); the scenario test sets are only watched
+    sets = {s: load_sequences(data_dir / f"{split}.safetensors") for s, split in (("valid", "valid"), ("s1", "test_s1"), ("s2", "test_s2"), ("s3", "test_s3"))}
     sets = {s: _head(v, min(len(v), cfg.monitor_problems)) for s, v in sets.items()}
     rows = resumed.get("rows", [])   # the log up to the checkpoint travels with it: DVC deletes a stage's outputs before a rerun
     autocast = torch.autocast(cfg.device.split(":")[0], dtype=torch.bfloat16) if cfg.dtype == "bfloat16" else contextlib.nullcontext()
     running, seen = resumed.get("running", 0.0), resumed.get("seen", 0)   # the loss average since the last log row
+    trigger, triggered = resumed.get("trigger"), resumed.get("triggered", False)  # step the decay began at; by validation or by the step cap
     if start == 0: rows = [{"step": 0, "lr": 0.0, "loss": float("nan"), **monitor(net, sets, vocab, cfg.device), **collapse_stats(net, vocab)}]
-    bar = tqdm(range(start + 1, cfg.steps + 1), desc=f"train {intervention} s{seed}", disable=not progress, initial=start, total=cfg.steps)
+    end = min(cfg.steps, trigger + cfg.decay_steps) if trigger is not None else cfg.steps   # a resumed run may be past its trigger
+    bar = tqdm(range(start + 1, end + 1), desc=f"train {intervention} s{seed}", disable=not progress, initial=start, total=cfg.steps)
     for step in bar:
-        lr = cfg.lr_at(step)
+        lr = cfg.lr_at(step, trigger)
         for g in opt.param_groups: g["lr"] = lr
         inputs, labels = batch_at(train_set, seed, step, cfg.batch_size)
         with autocast: loss, _ = target_loss(net, inputs.to(cfg.device), labels.to(cfg.device), cfg.answer_weight)
@@ -236,21 +251,26 @@ def train(data_dir, out_dir, intervention: str = "standard", seed: int = 0, mode
         loss.backward()
         if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
         opt.step()
-        if iv.resets_at(step) and step < cfg.steps:   # a reset at the last step would only throw the embeddings away
+        last = step == cfg.steps or (trigger is not None and step >= trigger + cfg.decay_steps)
+        if iv.resets_at(step) and not last:   # a reset at the last step would only throw the embeddings away
             reset_embeddings(net, opt, torch.Generator().manual_seed(seed * 1_000_003 + step), iv.reset_optimizer,
                              keep_rows=len(STRUCTURE) if iv.reset_rows == "names" else 0)
         running, seen = running + loss.item(), seen + 1
-        if step % cfg.log_every == 0 or step == cfg.steps:
+        if step % cfg.log_every == 0 or last:
             rows.append({"step": step, "lr": lr, "loss": running / seen, **monitor(net, sets, vocab, cfg.device), **collapse_stats(net, vocab)})
             running, seen = 0.0, 0
-            bar.set_postfix(loss=f"{rows[-1]['loss']:.3f}", s1=f"{rows[-1]['s1_seq_acc']:.2f}", cos=f"{rows[-1]['cos_unseen_unembed']:.2f}")
+            bar.set_postfix(loss=f"{rows[-1]['loss']:.3f}", valid=f"{rows[-1]['valid_seq_acc']:.2f}", cos=f"{rows[-1]['cos_unseen_unembed']:.2f}")
             _write_log(out_dir / "log.csv", rows)
-        if (cfg.checkpoint_every and step % cfg.checkpoint_every == 0) or step == cfg.steps:
-            save_checkpoint(checkpoint_dir, net, opt, step, run_id, {"running": running, "seen": seen, "rows": rows})
+            if cfg.schedule == "trigger" and trigger is None and rows[-1][f"valid_{cfg.trigger_metric}"] >= cfg.trigger_at: trigger, triggered = step, True
+        if cfg.schedule == "trigger" and trigger is None and step >= cfg.steps - cfg.decay_steps: trigger = step   # the cap: decay anyway
+        if (cfg.checkpoint_every and step % cfg.checkpoint_every == 0) or last:
+            save_checkpoint(checkpoint_dir, net, opt, step, run_id, {"running": running, "seen": seen, "rows": rows, "trigger": trigger, "triggered": triggered})
+        if last: break
     _write_log(out_dir / "log.csv", rows)   # again: a run resumed from its last checkpoint takes no step, and DVC deleted the log
     save_weights(net, out_dir / "model.safetensors")
     metrics = {k: (float(v) if k != "step" else int(v)) for k, v in rows[-1].items()}
     metrics.update(intervention=intervention, seed=seed, parameters=net.n_params())
+    if cfg.schedule == "trigger": metrics.update(trigger_step=trigger, triggered=triggered)
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=1))
     return metrics
 
