@@ -270,6 +270,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'unseen.model.ModelConfig': ('model.html#modelconfig', 'unseen/model.py'),
                               'unseen.model.ModelConfig.__post_init__': ('model.html#modelconfig.__post_init__', 'unseen/model.py'),
                               'unseen.model.ModelConfig.embed_scale': ('model.html#modelconfig.embed_scale', 'unseen/model.py'),
+                              'unseen.model.ModelConfig.head_size': ('model.html#modelconfig.head_size', 'unseen/model.py'),
                               'unseen.model.Transformer': ('model.html#transformer', 'unseen/model.py'),
                               'unseen.model.Transformer.__init__': ('model.html#transformer.__init__', 'unseen/model.py'),
                               'unseen.model.Transformer._init': ('model.html#transformer._init', 'unseen/model.py'),

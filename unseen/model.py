@@ -27,6 +27,7 @@ class ModelConfig:
     n_layer: int = 2                # transformer blocks
     d_model: int = 128              # residual width
     n_head: int = 4                 # attention heads per block
+    head_dim: int | None = None     # width of each head; None: d_model // n_head (wider heads match tokens more precisely)
     d_mlp: int = 512                # MLP hidden width
     dropout: float = 0.0            # dropout on attention output and MLP
     positions: str = "rotary"       # rotary | learned | sinusoidal | none
@@ -40,6 +41,11 @@ class ModelConfig:
     input_scale: float = 1.0        # multiplies the embedding on the way in (not the tied read-out), see below
 
     @property
+    def head_size(self) -> int:
+        "Width of each attention head."
+        return self.head_dim or self.d_model // self.n_head
+
+    @property
     def embed_scale(self) -> float:
         "Std of the initial (un)embedding entries (also what freeze keeps and reset re-draws)."
         return self.embed_std if self.embed_std else 1 / math.sqrt(self.d_model)
@@ -47,9 +53,11 @@ class ModelConfig:
     def __post_init__(self):
         for name, allowed in (("positions", POSITIONS), ("copy", COPY_FORMS), ("embed_init", EMBED_INITS)):
             if getattr(self, name) not in allowed: raise ValueError(f"{name}={getattr(self, name)!r}: expected one of {allowed}")
-        if self.d_model % self.n_head: raise ValueError(f"d_model={self.d_model} must be a multiple of n_head={self.n_head}")
-        if self.positions == "rotary" and (self.d_model // self.n_head) % 2:
-            raise ValueError(f"rotary positions need an even head size, got d_model/n_head={self.d_model // self.n_head}")
+        if self.head_dim is None and self.d_model % self.n_head:
+            raise ValueError(f"d_model={self.d_model} must be a multiple of n_head={self.n_head} (or set head_dim)")
+        if self.head_dim is not None and self.head_dim < 1: raise ValueError(f"head_dim={self.head_dim}: must be at least 1 (or null)")
+        if self.positions == "rotary" and self.head_size % 2:
+            raise ValueError(f"rotary positions need an even head size, got {self.head_size}")
         for name in ("vocab_size", "max_len", "n_layer", "d_model", "n_head", "d_mlp"):
             if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: must be positive")
 
@@ -95,9 +103,9 @@ class CausalSelfAttention(nn.Module):
     "Multi-head causal self-attention with optional rotary positions, identity terms and a KV cache."
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.cfg, self.nh, self.hs = cfg, cfg.n_head, cfg.d_model // cfg.n_head
-        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False)
-        self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+        self.cfg, self.nh, self.hs = cfg, cfg.n_head, cfg.head_size
+        self.qkv = nn.Linear(cfg.d_model, 3 * self.nh * self.hs, bias=False)
+        self.proj = nn.Linear(self.nh * self.hs, cfg.d_model, bias=False)
         self.drop = nn.Dropout(cfg.dropout)
         if cfg.identity_attention:
             self.identity_score = nn.Parameter(torch.zeros(cfg.n_head))   # a, per head
@@ -117,7 +125,7 @@ class CausalSelfAttention(nn.Module):
         explicit = record or self.cfg.identity_attention or (offset > 0 and T > 1)  # SDPA's is_causal aligns top-left
         if not explicit:
             y = attend(q, k, v, is_causal=offset == 0 and T > 1)                        # (B, nh, T, hs)
-            y = y.transpose(1, 2).reshape(B, T, C)
+            y = y.transpose(1, 2).reshape(B, T, self.nh * self.hs)
             return self.drop(self.proj(y))
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.hs)                        # (B, nh, T, T_total)
         if self.cfg.identity_attention:
@@ -126,7 +134,7 @@ class CausalSelfAttention(nn.Module):
         causal = torch.ones(T, T_total, dtype=torch.bool, device=x.device).tril(T_total - T)
         pattern = scores.masked_fill(~causal, float("-inf")).softmax(-1)            # (B, nh, T, T_total)
         if record: self.pattern = pattern.detach()
-        y = self.proj((pattern @ v).transpose(1, 2).reshape(B, T, C))                # (B, T, C)
+        y = self.proj((pattern @ v).transpose(1, 2).reshape(B, T, self.nh * self.hs))  # (B, T, C)
         if self.cfg.identity_attention:
             y = y + torch.einsum("h,bhts,bsc->btc", self.identity_value, pattern, xs)  # b * attended x, summed over heads
         return self.drop(y)
