@@ -72,14 +72,14 @@ def one_run(params_file: str, steps: int, seq: int, out: str):
     "One process of `--share`: time `steps` training steps of the paper model; write the result to `out` (JSON)."
     from unseen.model import ModelConfig, Transformer
     from unseen.tokens import Vocab
-    from unseen.train import target_loss
+    from unseen.train import TrainConfig, target_loss
     params = load_params(params_file)
-    device, train_p = params["base"]["device"], params["train"]["training"]
+    device, cfg = params["base"]["device"], TrainConfig(**params["train"]["training"])
     vocab = len(Vocab(params["base"]["n_train"], params["generate"]["n_unseen"]))
     model = Transformer(ModelConfig(vocab_size=vocab, max_len=seq + 8, **params["train"]["model"])).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=train_p["lr"], betas=tuple(train_p["betas"]), weight_decay=train_p["weight_decay"])
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
     autocast = torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=params["base"]["dtype"] == "bfloat16")
-    batch = train_p["batch_size"]
+    batch = cfg.batch_size
     x, y = torch.randint(0, vocab, (batch, seq), device=device), torch.randint(0, vocab, (batch, seq), device=device)
     y[:, :seq // 2] = -100  # the prompt is context; the chain of thought and answer are targets
     def step():
@@ -97,9 +97,11 @@ def one_run(params_file: str, steps: int, seq: int, out: str):
 
 def share(params_file: str, ks: list, steps: int, out: Path):
     "`--share`: for each K, K processes training at once; their step times and combined steps/s against one alone."
+    from unseen.train import TrainConfig
     params = load_params(params_file)
-    seq = padded_length(params, params["train"]["training"]["batch_size"])
-    print(f"share: the model of {params_file}, batch {params['train']['training']['batch_size']} x {seq} tokens "
+    batch = TrainConfig(**params["train"]["training"]).batch_size
+    seq = padded_length(params, batch)
+    print(f"share: the model of {params_file}, batch {batch} x {seq} tokens "
           f"(the task's padded batch), {steps} timed steps a run", flush=True)
     out.mkdir(parents=True, exist_ok=True)
     rows, alone = [], None

@@ -91,18 +91,22 @@ def test_params_have_no_yaml_aliases(name):
 @pytest.mark.slow
 def test_an_override_of_a_nested_experiment_key_reruns_that_training(tmp_path):
     _copy_working_tree(tmp_path)
-    _smoke_params(tmp_path)
+    # as in params.yaml, the experiment sets its own steps (a nested key that -S replaces)
+    _smoke_params(tmp_path, extra={"train": {"experiments": {"standard": {"variant": "standard", "training": {"steps": 20}}}}})
     dvc = lambda *args: _run([str(BIN / "dvc"), *args], tmp_path)
     stage = "train@standard-0"  # the matrix cell: experiment standard, seed 0 (outputs in runs/train/standard-s0)
     r = dvc("repro", stage)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     steps = lambda: int((tmp_path / "runs/train/standard-s0/log.csv").read_text().splitlines()[-1].split(",")[0])
     smoke_steps = steps()
-    r = dvc("exp", "run", "-S", f"train.experiments.standard.training.steps={smoke_steps + 5}", stage)
+    assert smoke_steps == 20
+    r = dvc("exp", "run", "-S", f"train.experiments.standard.training.steps={smoke_steps + 10}", stage)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert f"Running stage '{stage}'" in r.stdout, r.stdout  # the stage saw its parameter change...
-    assert steps() == smoke_steps + 5  # ...and trained that many steps
+    assert steps() == smoke_steps + 10  # ...and trained that many steps
     lock = yaml.safe_load((tmp_path / "dvc.lock").read_text())["stages"]
-    assert lock[stage]["params"]["params.yaml"]["train.experiments.standard"]["training"]["steps"] == smoke_steps + 5
-    status = dvc("status", "figures")  # the figures stage reads train.experiments too: it is stale now
-    assert "train.experiments" in status.stdout, status.stdout
+    assert lock[stage]["params"]["params.yaml"]["train.experiments.standard"]["training"]["steps"] == smoke_steps + 10
+    params = yaml.safe_load((tmp_path / "params.yaml").read_text())  # one copy of the setting, which DVC wrote back
+    assert params["train"]["experiments"]["standard"]["training"]["steps"] == smoke_steps + 10
+    figures = yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]["figures"]
+    assert "train.experiments" in figures["params"]  # the figures stage reads the same copy
