@@ -1,25 +1,37 @@
 #!/usr/bin/env bash
-# Every GPU check of this project in one command (a lent GPU's time is short): the CUDA numbers of the
-# training and decoding benchmarks, then a short paper-scale run of the real stage notebooks, then
-# decoding with the model it trained. Needs PyTorch and transformers; no Jupyter, no DVC.
-#     OUT=runs/gpu bash benchmarks/gpu_check.sh      # results: $OUT/{gpu,bench,smoke}.txt, smoke.json, stderr.txt
+# Every GPU check of this project in one command, sized for a lent GPU's 15 minutes: one call of at most
+# 10 minutes (the per-step limits below add up to 560 s; about 6-7 min expected), the rest of the window for
+# the machine's start. Needs PyTorch (CUDA) and transformers; no Jupyter, no DVC. Steps:
+#   1. gpu.txt     the device and versions
+#   2. bench.txt   training step of the 72M model on the CPU task's batches (the reference measured at
+#                  33-39 ms a pipeline step on an H200) and on the paper task's (9 layers, 12,110-row vocabulary,
+#                  batches of ~99 tokens; benchmarks/train_step.py)
+#   3. share.*     1, 2 and 4 paper-scale training runs at once on the one GPU: what --resources train:GPU=0.25
+#                  of docs/cluster.md buys (benchmarks/paper_smoke.py --share)
+#   4. smoke.*     the real stage notebooks (generate, train, evaluate) on params-paper.yaml's task and recipe,
+#                  standard and freeze, SMOKE_STEPS steps each (benchmarks/paper_smoke.py)
+#   5. finetune-1b.json  full fine-tuning steps of a Gemma 3 1B shape (random weights), params-paper.yaml's recipe
+#     OUT=benchmarks/results/gpu-NAME bash benchmarks/gpu_check.sh      # default OUT: benchmarks/results/gpu-DATE
 set -uo pipefail
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TQDM_MININTERVAL=20 HF_HUB_OFFLINE=1 MPLBACKEND=Agg TOKENIZERS_PARALLELISM=false
-OUT=${OUT:-runs/gpu}; mkdir -p "$OUT"
-SMOKE_STEPS=${SMOKE_STEPS:-2500}   # 3 runs at ~35 ms/step on an H200 (2026-11-29), plus evaluation: ~5 min
+OUT=${OUT:-benchmarks/results/gpu-$(date -u +%Y-%m-%d)}; mkdir -p "$OUT"
+SMOKE_STEPS=${SMOKE_STEPS:-600}   # 2 runs at ~70-104 ms a step (docs/paper-scale.md) + generate + evaluate: ~2.5 min
+PARAMS=${PARAMS:-params-paper.yaml}
+start=$(date +%s)
 run() { echo "## $*"; timeout "$1" python3 "${@:2}" 2>>"$OUT/stderr.txt" || echo "(exit $?)"; }
-{ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv
+{ timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv
   python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"; } | tee "$OUT/gpu.txt"
-{ run 90 benchmarks/train_step.py --device cuda --steps 50                                      # the CPU pipeline's model
-  run 90 benchmarks/train_step.py --device cuda --steps 50 --dtype bfloat16 --batch 256
-  run 120 benchmarks/train_step.py --device cuda --steps 30 --dtype bfloat16 --d-model 768 --layers 10 --heads 12 --batch 256
-  run 120 benchmarks/train_step.py --device cuda --steps 30 --dtype bfloat16 --d-model 768 --layers 10 --heads 12 --batch 256 --targets 1
+paper_seq=$(python3 -c "from benchmarks.paper_smoke import padded_length; from unseen.pipeline import load_params
+p = load_params('$PARAMS'); print(padded_length(p, p['train']['training']['batch_size']))" 2>>"$OUT/stderr.txt" || echo 99)
+paper_vocab=$(python3 -c "from unseen.tokens import Vocab; from unseen.pipeline import load_params
+p = load_params('$PARAMS'); print(len(Vocab(p['base']['n_train'], p['generate']['n_unseen'])))" 2>>"$OUT/stderr.txt" || echo 12110)
+{ run 60 benchmarks/train_step.py --device cuda --steps 30 --dtype bfloat16 --d-model 768 --layers 10 --heads 12 --batch 256
+  run 75 benchmarks/train_step.py --device cuda --steps 30 --dtype bfloat16 --d-model 768 --layers 9 --heads 12 --batch 256 \
+      --seq "$paper_seq" --vocab "$paper_vocab"
 } | tee "$OUT/bench.txt"
-run 400 benchmarks/paper_smoke.py --steps "$SMOKE_STEPS" --runs standard freeze copy --out runs/smoke | tee "$OUT/smoke.txt"
+run 120 benchmarks/paper_smoke.py --params "$PARAMS" --share 1 2 4 --share-steps 60 --out "$OUT" | tee "$OUT/share.txt"
+run 210 benchmarks/paper_smoke.py --params "$PARAMS" --steps "$SMOKE_STEPS" --runs standard freeze --out runs/smoke | tee "$OUT/smoke.txt"
 cp runs/smoke/smoke.json "$OUT/" 2>/dev/null
-data=runs/smoke/data/n1000/test_s1.safetensors
-{ run 60 benchmarks/decode.py --device cuda --data $data --params params.yaml
-  run 60 benchmarks/decode.py --device cuda --data $data --params params-paper.yaml
-  run 60 benchmarks/decode.py --device cuda --data $data --model runs/smoke/smoke-standard-s0/model.safetensors
-} | tee -a "$OUT/bench.txt"
+run 75 benchmarks/paper_smoke.py --params "$PARAMS" --finetune 1b --finetune-steps 20 --out "$OUT" | tee "$OUT/finetune.txt"
+echo "gpu_check: $(( $(date +%s) - start )) s; results in $OUT" | tee -a "$OUT/gpu.txt"
 tail -c 3000 "$OUT/stderr.txt"

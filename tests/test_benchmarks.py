@@ -18,3 +18,22 @@ def test_paper_smoke_runs_the_stage_notebooks_with_the_paper_parameters(tmp_path
     assert abs(rows[1]["cos_unseen_unembed"]) < 0.2                                # frozen rows keep their random init
     assert (tmp_path / "runs" / "checkpoints" / "smoke-freeze-s0").is_dir()        # the train stage's checkpoints, under the cwd
     assert "would take about" in r.stdout
+
+
+def test_paper_smoke_times_runs_sharing_a_device_and_fine_tuning(tmp_path):
+    "The GPU check's two timings, on the CPU with a tiny model: K runs at once, and full fine-tuning of the `tiny` shape."
+    _smoke_params(tmp_path, source=ROOT / "params-paper.yaml", extra={
+        "base": {"device": "cpu", "dtype": "float32"},
+        "finetune": {"training": {"recipe": "full", "steps": 4, "batch_size": 2, "eval_every": 2, "dtype": "float32"}}})
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
+    smoke = lambda *args: subprocess.run([sys.executable, str(ROOT / "benchmarks" / "paper_smoke.py"), "--params", "params.yaml",
+                                          "--out", "out", *args], cwd=tmp_path, env=env, capture_output=True, text=True)
+    r = smoke("--share", "1", "2", "--share-steps", "2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    share = json.loads((tmp_path / "out" / "share.json").read_text())
+    assert share["seq"] > 40 and [row["runs"] for row in share["rows"]] == [1, 2]  # the paper task's batches are longer
+    assert share["rows"][0]["vs_one"] == 1 and all(len(row["step_ms"]) == row["runs"] for row in share["rows"])
+    r = smoke("--finetune", "tiny", "--finetune-steps", "2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    row = json.loads((tmp_path / "out" / "finetune-tiny.json").read_text())
+    assert row["steps"] == 2 and row["recipe"] == "full" and row["s_per_step"] > 0

@@ -151,8 +151,9 @@ def _duration(seconds: float) -> str:
     s = int(seconds)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{seconds:.1f}s"
 
-def repro(targets=None, jobs=2, root=".", retries=5, retry_wait=2.0, progress=None) -> dict:
+def repro(targets=None, jobs=2, root=".", retries=5, retry_wait=2.0, progress=None, run_one=None) -> dict:
     "Bring the pipeline (or `targets` and their upstream) up to date, `jobs` stages at a time; the `StageRun` of each stage run."
+    run_one = run_one or (lambda n: repro_stage(n, root, retries, retry_wait))  # how one stage runs: here, or e.g. on a cluster (12_cluster)
     from tqdm.auto import tqdm
     dag = pipeline_dag(root, targets)
     plan = repro_plan(dag, [n for n in dvc_status(root) if n in dag])
@@ -170,7 +171,7 @@ def repro(targets=None, jobs=2, root=".", retries=5, retry_wait=2.0, progress=No
         else: say(f"FAILED {r.name} after {_duration(r.seconds)} (exit {r.returncode}{', ' + extra if extra else ''}): "
                   + (f"see {r.log}" if r.log else r.note))
         bar.update()
-    try: results = run_dag(plan, lambda n: repro_stage(n, root, retries, retry_wait), jobs, on_start, on_finish)
+    try: results = run_dag(plan, run_one, jobs, on_start, on_finish)
     finally: bar.close()
     failed = [r for r in results.values() if not r.ok]
     print(f"{sum(r.ok for r in results.values())} stages ran in {_duration(time.monotonic() - start)}, {len(failed)} failed, "
