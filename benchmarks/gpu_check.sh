@@ -6,7 +6,7 @@
 set -uo pipefail
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TQDM_MININTERVAL=20 HF_HUB_OFFLINE=1 MPLBACKEND=Agg TOKENIZERS_PARALLELISM=false
 OUT=${OUT:-runs/gpu}; mkdir -p "$OUT"
-SMOKE_STEPS=${SMOKE_STEPS:-2500}   # 3 runs at ~35 ms/step on an H200 (2026-11-29), plus evaluation: ~5 min
+SMOKE_STEPS=${SMOKE_STEPS:-2500}   # 3 runs at ~35 ms/step on an H200 (benchmarks/results/gpu-h200-2026-11-29), plus evaluation: ~5 min
 run() { echo "## $*"; timeout "$1" python3 "${@:2}" 2>>"$OUT/stderr.txt" || echo "(exit $?)"; }
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv
   python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"; } | tee "$OUT/gpu.txt"
