@@ -35,7 +35,8 @@ def progress_bar(iterable=None,  # what to loop over, as for tqdm
     "A tqdm bar: in the file that `UNSEEN_PROGRESS` names when it is set (a pipeline stage), else the usual one."
     path = os.environ.get(PROGRESS_ENV)
     if not path or kwargs.get("disable"): return tqdm(iterable, **kwargs)
-    return text_tqdm(iterable, file=LastLine(path), mininterval=2.0, bar_format=PROGRESS_FORMAT, **kwargs)
+    # disable=False said explicitly: TQDM_DISABLE (no bars on a screen) does not silence the progress file
+    return text_tqdm(iterable, file=LastLine(path), mininterval=2.0, bar_format=PROGRESS_FORMAT, **{"disable": False, **kwargs})
 
 def read_progress(path) -> str:
     "The latest line of a progress file, or '' when there is none yet."
