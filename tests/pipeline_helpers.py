@@ -6,30 +6,12 @@ import yaml
 
 ROOT = Path(__file__).parents[1]
 BIN = Path(sys.executable).parent
-# Smoke-scale overrides, per stage, of the default params.yaml (grows with the pipeline).
-SMOKE = {
-    "base": {"n_train": 50},
-    "generate": {"train_problems": 3000, "test_problems": 60, "n_train_sweep": [20]},
-    "matrix": {"seeds": [0]},
-    "train": {"model": {"n_layer": 1, "d_model": 32, "n_head": 2, "d_mlp": 64},
-              "intervention": {"reset_every": 10},
-              "training": {"steps": 20, "batch_size": 16, "warmup": 5, "log_every": 10, "monitor_problems": 20},
-              # every kind of experiment once: the six variants, the mixture read-out, resets of the names only, untied, no weight decay, resets that stop, the recipe, the sweep
-              "experiments": {**{v: {"variant": v} for v in ("standard", "copy", "freeze", "reset", "copy_freeze", "copy_reset")},
-                              "standard-untied": {"variant": "standard", "model": {"tied": False}},
-                              "standard-wd0": {"variant": "standard", "training": {"weight_decay": 0.0}},
-                              "reset-until": {"variant": "reset", "intervention": {"reset_until": 10}},
-                              "copy_mixture": {"variant": "copy", "model": {"copy": "mixture"}},
-                              "reset_names": {"variant": "reset", "intervention": {"reset_rows": "names"}},
-                              "reset_names-until": {"variant": "reset", "intervention": {"reset_rows": "names", "reset_until": 10}},
-                              "full_recipe": {"variant": "copy_freeze", "n_train": 20},
-                              **{f"{v}-n{n}": {"variant": v, "n_train": n} for v in ("standard", "copy") for n in (20, 50)}}},
-    "figures": {"baseline": "standard-n50"},
-    # a tiny random Gemma instead of fine-tuning the real 270M (~15 min)
-    "finetune": {"model": {"name": "tiny", "source": "tiny"}, "n_seeds": 1, "eval_problems": 8,
-                 "problem": {"n_vars": [4, 4], "depth": [1, 1], "n_distractors": [1, 1]},
-                 "training": {"steps": 4, "batch_size": 4, "eval_every": 2, "dtype": "float32"}},
-}
+# The smoke profile (params-smoke.yaml): the keys of params.yaml at toy scale.
+SMOKE = yaml.safe_load((ROOT / "params-smoke.yaml").read_text())
+# What makes a run small, per section: the smoke values of these keys put over another parameters file (params-paper.yaml)
+SCALE = {"base": ["n_train"], "generate": ["train_problems", "test_problems", "n_train_sweep"], "matrix": ["seeds"],
+         "train": ["model", "intervention", "training", "experiments"], "figures": ["baseline"],
+         "finetune": ["model", "n_seeds", "eval_problems", "problem", "training"]}
 
 
 def _copy_working_tree(dst: Path):
@@ -48,10 +30,11 @@ def _copy_working_tree(dst: Path):
 
 
 def _smoke_params(root: Path, source: Path | None = None, extra: dict | None = None):
-    "Write root/params.yaml: `source` (default: that file itself) at smoke scale, then `extra`, per section."
-    params = yaml.safe_load((source or root / "params.yaml").read_text())
-    for section, values in [*SMOKE.items(), *(extra or {}).items()]:
-        params[section].update(values)  # one level deep: a smoke section replaces whole sub-mappings
+    "Write root/params.yaml: params-smoke.yaml, or `source` with the smoke profile's SCALE keys, then `extra`, per section."
+    params = yaml.safe_load((source or ROOT / "params-smoke.yaml").read_text())
+    scale = {section: {k: SMOKE[section][k] for k in keys} for section, keys in SCALE.items()} if source else {}
+    for section, values in [*scale.items(), *(extra or {}).items()]:
+        params[section].update(values)  # one level deep: a section's values replace whole sub-mappings
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 

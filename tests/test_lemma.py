@@ -1,4 +1,4 @@
-"""Lemma 4.1 (NOTES §3), checked numerically on softmax regression with unseen classes (unseen/lemma.py)."""
+"""Lemma 4.1 (docs/paper.md §3), checked numerically on softmax regression with unseen classes (unseen/lemma.py)."""
 import math
 
 import numpy as np

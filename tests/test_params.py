@@ -1,4 +1,4 @@
-"""The paper-scale parameters file stays in step with the CPU defaults: same sections, same keys."""
+"""The profiles (params-paper.yaml, params-smoke.yaml) stay in step with the CPU defaults: same sections, same keys."""
 from pathlib import Path
 
 import yaml
@@ -17,6 +17,19 @@ def _keys(d: dict, prefix="") -> set:
 def test_paper_params_have_the_keys_of_the_defaults():
     cpu, paper = (yaml.safe_load((ROOT / f).read_text()) for f in ("params.yaml", "params-paper.yaml"))
     assert _keys(cpu) == _keys(paper), sorted(_keys(cpu) ^ _keys(paper))
+
+
+def test_smoke_params_have_the_keys_of_the_defaults():
+    cpu, smoke = (yaml.safe_load((ROOT / f).read_text()) for f in ("params.yaml", "params-smoke.yaml"))
+    assert _keys(cpu) == _keys(smoke), sorted(_keys(cpu) ^ _keys(smoke))
+
+
+def test_smoke_params_are_toy_scale():
+    smoke = yaml.safe_load((ROOT / "params-smoke.yaml").read_text())
+    runs = len(smoke["train"]["experiments"]) * len(smoke["matrix"]["seeds"])
+    steps = [{**smoke["train"]["training"], **spec.get("training", {})}["steps"] for spec in smoke["train"]["experiments"].values()]
+    assert runs * max(steps) <= 1000, (runs, max(steps))            # training steps in all, every run at a batch of
+    assert smoke["train"]["training"]["batch_size"] <= 16 and smoke["finetune"]["model"]["source"] == "tiny"
 
 
 def test_paper_params_are_paper_scale():

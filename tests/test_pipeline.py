@@ -48,37 +48,54 @@ def test_an_unknown_parameter_stops_the_stage(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_dvc_repro_at_smoke_scale(tmp_path):
-    _copy_working_tree(tmp_path)
-    _smoke_params(tmp_path)
-    r = _run([str(BIN / "unseen-repro"), "-j", "2", "--no-progress"], tmp_path)   # the parallel driver over dvc repro
+def test_the_smoke_profile_regenerates_every_figure_in_a_copy(tmp_path):
+    "`unseen-repro --profile smoke` (README): the whole pipeline at toy scale in a copy; this checkout is left as it is."
+    before = {f: (ROOT / f).read_bytes() for f in ("params.yaml", "dvc.lock") if (ROOT / f).exists()}
+    status = _run(["git", "status", "--porcelain", "--", "runs", "figures", "params.yaml", "dvc.lock"], ROOT).stdout
+    copy = tmp_path / "smoke"
+    r = _run([str(BIN / "unseen-repro"), "--profile", "smoke", "--dir", str(copy), "-j", "2", "--progress-every", "1"], ROOT)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    for n in (50, 20):
-        stats = json.loads((tmp_path / f"runs/data/n{n}/stats.json").read_text())
+    assert f"figures in {copy / 'figures'}" in r.stdout and "dvc status: pipeline is up to date." in r.stdout, r.stdout[-2000:]
+    assert {f: (ROOT / f).read_bytes() for f in before} == before          # the user's params.yaml and dvc.lock untouched
+    assert _run(["git", "status", "--porcelain", "--", "runs", "figures", "params.yaml", "dvc.lock"], ROOT).stdout == status
+    assert (copy / "params.yaml").read_text() == (ROOT / "params-smoke.yaml").read_text()
+    for n in (1000, 100, 300, 3000):
+        stats = json.loads((copy / f"runs/data/n{n}/stats.json").read_text())
         assert stats["splits"]["train"]["problems"] == SMOKE["generate"]["train_problems"]
         assert stats["splits"]["train"]["distinct_names"] <= n
-    assert (tmp_path / "runs/notebooks/generate.ipynb").exists()
+    assert (copy / "runs/notebooks/generate.ipynb").exists()
     experiments = SMOKE["train"]["experiments"]
+    assert set(experiments) == set(yaml.safe_load((ROOT / "params.yaml").read_text())["train"]["experiments"])
     for run, spec in experiments.items():
-        log = (tmp_path / f"runs/train/{run}-s0/log.csv").read_text().splitlines()
+        log = (copy / f"runs/train/{run}-s0/log.csv").read_text().splitlines()
         assert len(log) == 1 + 3 and log[-1].startswith("20,")  # header, steps 0, 10, 20
-        details = json.loads((tmp_path / f"runs/eval/{run}-s0/details.json").read_text())
+        details = json.loads((copy / f"runs/eval/{run}-s0/details.json").read_text())
         assert details["decoded"]["s3"]["problems"] == SMOKE["generate"]["test_problems"]
-        assert (details["variant"], details["n_train"]) == (spec["variant"], spec.get("n_train", 50))
-        assert set(json.loads((tmp_path / f"runs/eval/{run}-s0/metrics.json").read_text())) >= {"s1_exact_match", "s3_answer"}
-    untied = (tmp_path / "runs/train/standard-untied-s0/log.csv").read_text().splitlines()[0]
+        assert (details["variant"], details["n_train"]) == (spec["variant"], spec.get("n_train", SMOKE["base"]["n_train"]))
+        assert set(json.loads((copy / f"runs/eval/{run}-s0/metrics.json").read_text())) >= {"s1_exact_match", "s3_answer"}
+    untied = (copy / "runs/train/standard-untied-s0/log.csv").read_text().splitlines()[0]
     assert "cos_unseen_embed" in untied   # an untied model logs its input rows too
-    table = (tmp_path / "runs/results/table.md").read_text()
-    assert "| copy_reset |" in table and "-n20" not in table and "untied" not in table
-    summary = (tmp_path / "runs/figures/summary.md").read_text()
+    # progress: the training loop's latest line went to the stage's progress file, not into the executed notebook
+    assert (copy / "runs/logs/train@standard-0.progress").read_text().startswith("train standard s0: 20/20 (100%)")
+    executed = (copy / "runs/notebooks/train-standard-s0.ipynb").read_text()
+    assert "train standard s0" not in executed and "it/s" not in executed
+    table = (copy / "runs/results/table.md").read_text()
+    assert "| copy_reset |" in table and "-n100" not in table and "untied" not in table
+    summary = (copy / "runs/figures/summary.md").read_text()
     for claim in ("Claim 4", "Claim 5", "Claim 6", "Claim 7"):
         assert claim in summary
-    for name in ("collapse_curves", "diversity", "temporary_forgetting", "weight_decay", "lemma_contraction", "results_scenarios"):
-        for ext in ("png", "pdf", "csv"):
-            assert (tmp_path / f"figures/{name}.{ext}").stat().st_size > 0, (name, ext)
-    shown = _run([str(BIN / "dvc"), "metrics", "show", "--json"], tmp_path)
-    assert shown.returncode == 0 and "s2_exact_match" in shown.stdout
-    status = _run([str(BIN / "dvc"), "status", "--json"], tmp_path)
+    declared = {p for stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].values()
+                for p in [next(iter(o)) if isinstance(o, dict) else o for o in stage.get("outs", []) + stage.get("plots", [])]
+                if p.startswith("figures/")}
+    assert len(declared) >= 27
+    for path in declared:                   # every figure of dvc.yaml, in each of its formats
+        assert (copy / path).stat().st_size > 0, path
+    shown = _run([str(BIN / "dvc"), "metrics", "show", "--json"], copy)
+    metrics = json.loads(shown.stdout)
+    assert shown.returncode == 0 and "standard" in json.dumps(metrics) and "cos_unseen" in shown.stdout, shown.stdout
+    curves = (copy / "runs/figures/collapse_by_variant.csv").read_text().splitlines()
+    assert curves[0].split(",")[:3] == ["step", "standard", "copy"] and len(curves) == 1 + 3
+    status = _run([str(BIN / "dvc"), "status", "--json"], copy)
     assert json.loads(status.stdout) == {}, status.stdout
 
 

@@ -12,7 +12,8 @@ import pandas as pd
 from .results import run_files
 
 # %% auto #0
-__all__ = ['collect_logs', 'final_rows', 'over_seeds', 'band', 'collapse_verdict', 'fmt']
+__all__ = ['collect_logs', 'final_rows', 'over_seeds', 'band', 'collapse_verdict', 'fmt', 'summary_metrics',
+           'collapse_by_variant']
 
 # %% ../nbs/09a_figures.ipynb #57b29382
 def collect_logs(train_dir="runs/train") -> pd.DataFrame:
@@ -50,3 +51,25 @@ def collapse_verdict(cos_unseen: float, cos_seen: float) -> str:
 def fmt(mean: float, std: float) -> str:
     "A mean ± std for a table."
     return f"{mean:.2f} ± {std:.2f}"
+
+# %% ../nbs/09a_figures.ipynb #8b1d54e2
+def summary_metrics(evals: pd.DataFrame,  # one row per (run, seed, scenario): `unseen.results.collect`
+                    final: pd.DataFrame,  # the last log row of each (run, seed): `final_rows`
+                    runs: list,           # the runs to list, in order; absent ones are skipped
+                   ) -> dict:
+    "{run: {s1, s2, s3, cos_unseen}}: greedy exact match per scenario and the final unseen-row cosine, means over seeds."
+    out = {}
+    for run in runs:
+        e, f = evals[evals["run"] == run], final[final["run"] == run]
+        if e.empty or f.empty: continue
+        out[run] = {**{s: round(float(e[e["scenario"] == s]["exact_match"].mean()), 4) for s in ("s1", "s2", "s3")},
+                    "cos_unseen": round(float(f["cos_unseen_unembed"].mean()), 4)}
+    return out
+
+# %% ../nbs/09a_figures.ipynb #158d73cb
+def collapse_by_variant(logs: pd.DataFrame,  # every run's log: `collect_logs`
+                        runs: list,          # one column each, in order (empty where a run is absent)
+                       ) -> pd.DataFrame:
+    "The unseen rows' mean pairwise cosine by step, mean over seeds: a `step` column, then one column per run."
+    wide = logs[logs["run"].isin(runs)].groupby(["step", "run"])["cos_unseen_unembed"].mean().unstack("run")
+    return wide.reindex(columns=list(runs)).round(4).reset_index().rename_axis(columns=None)

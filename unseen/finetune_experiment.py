@@ -166,7 +166,7 @@ def ratio_bound(num: pd.DataFrame, den: pd.DataFrame) -> tuple:
     return float(value), kind
 
 # %% ../nbs/08a_finetune_experiment.ipynb #ef11f1a1
-PAPER_STEPS = {"unused": 5000, "adjectives": 500, "letters": 500}  # Gemma 3 1B, approximate (NOTES §1.8)
+PAPER_STEPS = {"unused": 5000, "adjectives": 500, "letters": 500}  # Gemma 3 1B, approximate (docs/paper.md §1 claim 8)
 WORDS = ("adjectives", "letters")
 
 def threshold_table(st: pd.DataFrame, runs: pd.DataFrame, words=WORDS) -> pd.DataFrame:

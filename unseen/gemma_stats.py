@@ -263,7 +263,7 @@ def analyse_model(name: str, # label in tables and figures
         return pool.submit(_analyse_source, source, cfg, progress).result()
 
 # %% ../nbs/07a_gemma_stats.ipynb #08fb4af6
-PAPER_RANGE = {"unused": (0.23, 0.78), "used": (0.01, 0.09)}  # mean pairwise cosine, Gemma 3 1B-27B (NOTES §1.7)
+PAPER_RANGE = {"unused": (0.23, 0.78), "used": (0.01, 0.09)}  # mean pairwise cosine, Gemma 3 1B-27B (docs/paper.md §1 claim 7)
 PAPER_SIZES = (1e9, 27e9)                                      # the models the range spans
 
 def analyse_models(models: list, # [{"name": ..., "source": ...}, ...] as in params.yaml

@@ -52,12 +52,17 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
     out.parent.mkdir(parents=True, exist_ok=True)
     partial, failed = out.with_suffix(".partial.ipynb"), out.with_suffix(".failed.ipynb")
     for stale in (out, failed): stale.unlink(missing_ok=True)
+    # the long loops' bars go to a progress file (unseen.progress: UNSEEN_PROGRESS), which unseen-repro shows, not into the notebook
+    before = os.environ.get("UNSEEN_PROGRESS")
+    os.environ["UNSEEN_PROGRESS"] = before or str((root / "runs" / "logs" / f"{out.stem}.progress").resolve())
     try:
         pm.execute_notebook(str(notebook), str(partial), parameters=parameters, cwd=str(root),
                             kernel_name="python3", progress_bar=progress)
     except Exception:
         if partial.exists(): partial.rename(failed)
         raise
+    finally:
+        if before is None: os.environ.pop("UNSEEN_PROGRESS")
     partial.rename(out)
     return out
 

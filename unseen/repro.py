@@ -4,14 +4,16 @@
 
 # %% ../nbs/11_repro.ipynb #39970d90
 from __future__ import annotations
-import argparse, json, os, re, subprocess, sys, time
+import argparse, json, os, re, shutil, subprocess, sys, tempfile, threading, time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+from .progress import PROGRESS_ENV, read_progress
 
 # %% auto #0
-__all__ = ['DVC', 'LOCK_ERRORS', 'NOTES', 'upstream', 'downstream', 'stage_name', 'is_target', 'pipeline_dag', 'dvc_env',
-           'dvc_status', 'repro_plan', 'StageRun', 'run_dag', 'log_path', 'repro_stage', 'repro', 'main']
+__all__ = ['DVC', 'LOCK_ERRORS', 'NOTES', 'RESULTS', 'upstream', 'downstream', 'stage_name', 'is_target', 'pipeline_dag',
+           'dvc_env', 'dvc_status', 'repro_plan', 'StageRun', 'run_dag', 'log_path', 'repro_stage', 'progress_path',
+           'stage_env', 'report_progress', 'repro', 'working_copy', 'repro_profile', 'main']
 
 # %% ../nbs/11_repro.ipynb #a313f5b6
 def upstream(dag: dict, names) -> set:
@@ -133,7 +135,7 @@ def repro_stage(name: str, root=".", retries=5, retry_wait=2.0) -> StageRun:
         for attempt in range(1, retries + 2):
             f.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} attempt {attempt}: dvc --wait-for-lock repro --single-item {name}\n")
             locked, note = False, ""
-            proc = subprocess.Popen(cmd, cwd=root, env=dvc_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            proc = subprocess.Popen(cmd, cwd=root, env=stage_env(name, root), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, text=True, errors="replace")
             for line in proc.stdout:
                 f.write(f"{time.strftime('%H:%M:%S')} | {line}"); f.flush()
@@ -145,13 +147,35 @@ def repro_stage(name: str, root=".", retries=5, retry_wait=2.0) -> StageRun:
             time.sleep(retry_wait)
     return StageRun(name, returncode, time.monotonic() - start, attempt, log, note)
 
+# %% ../nbs/11_repro.ipynb #d20e3438
+def progress_path(name: str, root=".") -> Path:
+    "The progress file of stage `name`: `runs/logs/NAME.progress`, beside its log."
+    log = log_path(name, root)
+    return log.with_name(log.name.removesuffix(".log") + ".progress")
+
+def stage_env(name: str, root=".") -> dict:
+    "The environment of stage `name`'s `dvc repro`: `dvc_env()` and the stage's progress file in `UNSEEN_PROGRESS`."
+    return {**dvc_env(), PROGRESS_ENV: str(progress_path(name, root).resolve())}
+
+def report_progress(running: dict,       # stage name -> its progress file, kept up to date by the caller
+                    say,                 # prints one line
+                    every: float = 30.0, # seconds between looks
+                    stop: threading.Event | None = None,  # set it to end the loop
+                   ):
+    "Until `stop` is set: every `every` seconds, `say` each running stage's latest progress line, when it changed."
+    last, stop = {}, stop or threading.Event()
+    while not stop.wait(every):
+        for name, path in list(running.items()):
+            line = read_progress(path)
+            if line and line != last.get(name): say(f"       {name}: {line}"); last[name] = line
+
 # %% ../nbs/11_repro.ipynb #6be0663b
 def _duration(seconds: float) -> str:
     "`seconds` as `1h02m`, `3m05s` or `4.2s`."
     s = int(seconds)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{seconds:.1f}s"
 
-def repro(targets=None, jobs=2, root=".", retries=5, retry_wait=2.0, progress=None, run_one=None) -> dict:
+def repro(targets=None, jobs=2, root=".", retries=5, retry_wait=2.0, progress=None, progress_every=30.0, run_one=None) -> dict:
     "Bring the pipeline (or `targets` and their upstream) up to date, `jobs` stages at a time; the `StageRun` of each stage run."
     run_one = run_one or (lambda n: repro_stage(n, root, retries, retry_wait))  # how one stage runs: here, or e.g. on a cluster (12_cluster)
     from tqdm.auto import tqdm
@@ -164,15 +188,21 @@ def repro(targets=None, jobs=2, root=".", retries=5, retry_wait=2.0, progress=No
     start, started = time.monotonic(), []
     bar = tqdm(total=len(plan), unit="stage", disable=None if progress is None else not progress, leave=False)
     say = lambda msg: bar.write(f"[{time.strftime('%H:%M:%S')}] {msg}")
-    def on_start(name): started.append(name); say(f"start  {name} ({len(started)}/{len(plan)})")
+    running, stop = {}, threading.Event()   # stage -> progress file, for report_progress
+    def on_start(name):
+        started.append(name); say(f"start  {name} ({len(started)}/{len(plan)})")
+        running[name] = progress_path(name, root); running[name].unlink(missing_ok=True)
     def on_finish(r):
+        running.pop(r.name, None)
         extra = ", ".join(x for x in [r.note, f"{r.attempts} attempts" if r.attempts > 1 else ""] if x)
         if r.ok: say(f"done   {r.name} in {_duration(r.seconds)}" + (f" ({extra})" if extra else ""))
         else: say(f"FAILED {r.name} after {_duration(r.seconds)} (exit {r.returncode}{', ' + extra if extra else ''}): "
                   + (f"see {r.log}" if r.log else r.note))
         bar.update()
+    if progress is not False and progress_every:
+        threading.Thread(target=report_progress, args=(running, say, progress_every, stop), daemon=True).start()
     try: results = run_dag(plan, run_one, jobs, on_start, on_finish)
-    finally: bar.close()
+    finally: stop.set(); bar.close()
     failed = [r for r in results.values() if not r.ok]
     print(f"{sum(r.ok for r in results.values())} stages ran in {_duration(time.monotonic() - start)}, {len(failed)} failed, "
           f"{len(plan) - len(results)} not started")
@@ -180,21 +210,64 @@ def repro(targets=None, jobs=2, root=".", retries=5, retry_wait=2.0, progress=No
     print("dvc status: pipeline is up to date." if not stale else f"dvc status: not up to date: {', '.join(stale)}")
     return results
 
+# %% ../nbs/11_repro.ipynb #64467a36
+RESULTS = ("dvc.lock", "runs/", "figures/")   # what a working copy leaves behind: the pipeline's results
+
+def working_copy(root, dest) -> Path:
+    "The code of the git repository at `root` (tracked and new files, no results) copied to `dest`, a fresh git repository."
+    root, dest = Path(root), Path(dest)
+    ls = lambda *flags: subprocess.run(["git", "ls-files", "-z", *flags], cwd=root, check=True, capture_output=True,
+                                       text=True).stdout.split("\0")
+    try: files = [f for f in ls() + ls("-o", "--exclude-standard") if f and not f.startswith(RESULTS)]
+    except (subprocess.CalledProcessError, FileNotFoundError) as e: raise RuntimeError(f"{root} is not a git repository (git ls-files: {e})")
+    for f in files:
+        if (root / f).is_file():
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / f, dest / f)
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.name=unseen", "-c", "user.email=unseen@localhost", "commit", "-qm", "working copy"]):
+        subprocess.run(cmd, cwd=dest, check=True, capture_output=True)
+    return dest
+
+def repro_profile(profile: str,     # NAME of params-NAME.yaml beside params.yaml: smoke, paper
+                  dest=None,        # the copy's folder, new or empty (default: a new temporary folder)
+                  root=".",         # the repository to copy
+                  **kwargs,         # for `repro`: targets, jobs, retries, retry_wait, progress, progress_every
+                 ) -> tuple:
+    "Run the pipeline with `params-PROFILE.yaml` as `params.yaml` in a copy of `root`: (the copy's folder, the `StageRun`s)."
+    params = Path(root) / f"params-{profile}.yaml"
+    if not params.exists():
+        known = sorted(p.stem.removeprefix("params-") for p in Path(root).glob("params-*.yaml"))
+        raise ValueError(f"no profile {profile!r}: there is no {params}; profiles: {', '.join(known) or 'none'}")
+    dest = Path(dest) if dest else Path(tempfile.mkdtemp(prefix=f"unseen-{profile}-"))
+    if dest.exists() and any(dest.iterdir()): raise ValueError(f"--dir {dest} is not empty: name a new or empty folder")
+    dest.mkdir(parents=True, exist_ok=True)
+    working_copy(root, dest)
+    shutil.copy(params, dest / "params.yaml")
+    print(f"profile {profile}: the pipeline with {params.name} in {dest} (this checkout's params.yaml and results stay as they are)")
+    results = repro(root=dest, **kwargs)
+    print(f"profile {profile}: figures in {dest / 'figures'}, tables and metrics in {dest / 'runs'}")
+    return dest, results
+
 # %% ../nbs/11_repro.ipynb #f9d8832c
 def main(argv=None):
-    "Command line: `unseen-repro [-j N] [--retries N] [TARGET ...]`."
+    "Command line: `unseen-repro [-j N] [--profile NAME [--dir DIR]] [--retries N] [TARGET ...]`."
     ap = argparse.ArgumentParser(prog="unseen-repro", description="Reproduce the DVC pipeline, several independent stages at a time.")
     ap.add_argument("targets", nargs="*", metavar="TARGET", help="stages (or a whole matrix, e.g. train) to bring up to date with their upstream; default: all")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="stages run at a time (default: 2)")
     ap.add_argument("--retries", type=int, default=5, help="runs again of a stage that fails on a DVC lock (default: 5)")
     ap.add_argument("--retry-wait", type=float, default=2.0, help="seconds before such a run (default: 2)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ap.add_argument("--progress-every", type=float, default=30.0, metavar="SECONDS", help="how often to print each running stage's progress (default: 30; 0: never)")
+    ap.add_argument("--profile", metavar="NAME", help="run with params-NAME.yaml (smoke, paper) in a copy of the repository, leaving params.yaml and the results here untouched")
+    ap.add_argument("--dir", metavar="DIR", help="with --profile: the copy's folder, new or empty (default: a new temporary folder)")
     args = ap.parse_args(argv)
     from dvc.exceptions import DvcException
     if args.jobs < 1: ap.error("--jobs must be at least 1")
     try:
-        results = repro(args.targets or None, args.jobs, retries=args.retries, retry_wait=args.retry_wait,
-                        progress=False if args.no_progress else None)
+        run = (lambda **kw: repro_profile(args.profile, args.dir, **kw)[1]) if args.profile else repro
+        results = run(targets=args.targets or None, jobs=args.jobs, retries=args.retries, retry_wait=args.retry_wait,
+                      progress=False if args.no_progress else None, progress_every=args.progress_every)
     except (ValueError, RuntimeError, DvcException) as e: sys.exit(f"unseen-repro: {e}")
     except KeyboardInterrupt: sys.exit("unseen-repro: interrupted")
     failed = [r for r in results.values() if not r.ok]

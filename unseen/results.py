@@ -23,7 +23,7 @@ CLAIMS = {
     "reset_names": {"s1": "high", "s2": "high", "s3": "high"},   # resets that keep the structure tokens' rows
     "copy_freeze": {"s1": "high", "s2": "high", "s3": "high"},
     "copy_reset":  {"s1": "high", "s2": "high", "s3": "high"},
-    "full_recipe": {"s1": "high", "s2": "high", "s3": "high"},   # NOTES claim 6: copy + freeze + more seen names
+    "full_recipe": {"s1": "high", "s2": "high", "s3": "high"},   # docs/paper.md §1 claim 6: copy + freeze + more seen names
 }
 
 def verdict(claim: str, mean: float, std: float, standard: tuple | None = None) -> str:
@@ -99,10 +99,12 @@ def update_readme(readme="README.md", table_md="runs/results/table.md", marker="
     readme.write_text(new)
     return new != text
 
-README_BLOCKS = {"results-table": "runs/results/table.md", "claims-summary": "runs/figures/summary.md"}
+# marker -> (the page it is in, the pipeline output it holds)
+README_BLOCKS = {"results-table": ("README.md", "runs/results/table.md"),
+                 "claims-summary": ("docs/results.md", "runs/figures/summary.md")}
 
-def readme_main():
-    "Command line: `unseen-readme`: write the results table and the claims summary into README.md."
-    for marker, source in README_BLOCKS.items():
-        changed = update_readme(table_md=source, marker=marker)
-        print(f"README.md {marker}: " + ("updated" if changed else "already current"))
+def readme_main(root="."):
+    "Command line: `unseen-readme`: the results table into README.md, the claims summary into docs/results.md."
+    for marker, (page, source) in README_BLOCKS.items():
+        changed = update_readme(Path(root) / page, Path(root) / source, marker=marker)
+        print(f"{page} {marker}: " + ("updated" if changed else "already current"))

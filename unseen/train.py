@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file, load_file
 from tqdm.auto import tqdm
+from .progress import progress_bar  # a stage writes its progress to a file, not the notebook
 from .tokens import Sequences, Vocab, STRUCTURE, PAD, TRUE, FALSE
 from .datasets import load_sequences, load_metadata
 from .model import Transformer, ModelConfig
@@ -241,7 +242,7 @@ def train(data_dir, out_dir, intervention: str = "standard", seed: int = 0, mode
     trigger, triggered = resumed.get("trigger"), resumed.get("triggered", False)  # step the decay began at; by validation or by the step cap
     if start == 0: rows = [{"step": 0, "lr": 0.0, "loss": float("nan"), **monitor(net, sets, vocab, cfg.device), **collapse_stats(net, vocab)}]
     end = min(cfg.steps, trigger + cfg.decay_steps) if trigger is not None else cfg.steps   # a resumed run may be past its trigger
-    bar = tqdm(range(start + 1, end + 1), desc=f"train {intervention} s{seed}", disable=not progress, initial=start, total=cfg.steps)
+    bar = progress_bar(range(start + 1, end + 1), desc=f"train {intervention} s{seed}", disable=not progress, initial=start, total=cfg.steps)
     for step in bar:
         lr = cfg.lr_at(step, trigger)
         for g in opt.param_groups: g["lr"] = lr
