@@ -193,6 +193,8 @@ def main():
         training = {**train_p, **spec.get("training", {}), "steps": steps,
                     "warmup": max(1, train_p["warmup"] * steps // train_p["steps"]), "log_every": max(1, steps // 4),
                     "checkpoint_every": 0}
+        if "decay_steps" in training:     # the trigger schedule's decay, scaled as the warm-up is
+            training["decay_steps"] = max(1, min(training["decay_steps"] * steps // train_p["steps"], steps - training["warmup"] - 1))
         spec = {**spec, "training": training}
         if torch.cuda.is_available(): torch.cuda.reset_peak_memory_stats()
         ns, t_train = exec_stage("train", params, {"run": run, "experiments": {run: spec}, "seed": 0,

@@ -242,8 +242,9 @@ def train(data_dir, out_dir, intervention: str = "standard", seed: int = 0, mode
     trigger, triggered = resumed.get("trigger"), resumed.get("triggered", False)  # step the decay began at; by validation or by the step cap
     if start == 0: rows = [{"step": 0, "lr": 0.0, "loss": float("nan"), **monitor(net, sets, vocab, cfg.device), **collapse_stats(net, vocab)}]
     end = min(cfg.steps, trigger + cfg.decay_steps) if trigger is not None else cfg.steps   # a resumed run may be past its trigger
-    bar = progress_bar(range(start + 1, end + 1), desc=f"train {intervention} s{seed}", disable=not progress, initial=start, total=cfg.steps)
-    for step in bar:
+    # a bar updated by hand: a run that triggers ends early, and the bar shows the step it ends at
+    bar = progress_bar(desc=f"train {intervention} s{seed}", disable=not progress, initial=start, total=end)
+    for step in range(start + 1, end + 1):
         lr = cfg.lr_at(step, trigger)
         for g in opt.param_groups: g["lr"] = lr
         inputs, labels = batch_at(train_set, seed, step, cfg.batch_size)
@@ -264,9 +265,12 @@ def train(data_dir, out_dir, intervention: str = "standard", seed: int = 0, mode
             _write_log(out_dir / "log.csv", rows)
             if cfg.schedule == "trigger" and trigger is None and rows[-1][f"valid_{cfg.trigger_metric}"] >= cfg.trigger_at: trigger, triggered = step, True
         if cfg.schedule == "trigger" and trigger is None and step >= cfg.steps - cfg.decay_steps: trigger = step   # the cap: decay anyway
+        if trigger is not None and bar.total != trigger + cfg.decay_steps: bar.total = trigger + cfg.decay_steps; bar.refresh()
         if (cfg.checkpoint_every and step % cfg.checkpoint_every == 0) or last:
             save_checkpoint(checkpoint_dir, net, opt, step, run_id, {"running": running, "seen": seen, "rows": rows, "trigger": trigger, "triggered": triggered})
+        bar.update(1)
         if last: break
+    bar.close()
     _write_log(out_dir / "log.csv", rows)   # again: a run resumed from its last checkpoint takes no step, and DVC deleted the log
     save_weights(net, out_dir / "model.safetensors")
     metrics = {k: (float(v) if k != "step" else int(v)) for k, v in rows[-1].items()}
