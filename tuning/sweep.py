@@ -18,7 +18,8 @@ from unseen.datasets import DataConfig, generate_datasets, load_sequences
 from unseen.evaluate import evaluate, evaluate_scenarios
 from unseen.train import TrainConfig, load_model, train
 
-# the CPU pipeline's model and optimiser (params.yaml), so a spec names only what it changes
+# the base of every spec, so a spec names only what it changes: params.yaml's model with heads of d_model / n_head
+# (params.yaml itself sets head_dim 32: a spec says `"model": {"head_dim": 32}`), and its optimiser
 PIPELINE_MODEL = {"n_layer": 2, "d_model": 64, "n_head": 4, "d_mlp": 256, "positions": "rotary"}
 PIPELINE_TRAINING = {"lr": 3e-3, "dtype": "bfloat16", "log_every": 100, "checkpoint_every": 0}
 
