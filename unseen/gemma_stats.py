@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 from .gemma import (
     POOLS, POOL_SIZES, RESERVED_FAMILIES, Checkpoint, ModelSource, NotAvailable, ReservedTokens,
     check_gemma3_unused, find_reserved, open_checkpoint, resolve_source, token_pools)
+from .config import check_fields
 
 # %% auto #0
 __all__ = ['MAGIKARP', 'PAPER_RANGE', 'PAPER_SIZES', 'MatrixScan', 'scan_matrix', 'unit_rows', 'pairwise_cosines',
@@ -159,6 +160,7 @@ class GemmaConfig:
     threads: int = 1          # torch threads while analysing
 
     def __post_init__(self):
+        check_fields(self, "gemma", seed=0)
         unknown = set(self.pool_sizes) - set(POOLS)
         if unknown: raise ValueError(f"unknown token pool {sorted(unknown)[0]!r} in pool_sizes; pools: {POOLS}")
         if self.n_bootstrap < 10: raise ValueError(f"n_bootstrap={self.n_bootstrap}: use at least 10 resamples")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 import numpy as np
+from .config import check_fields
 
 # %% auto #0
 __all__ = ['LogicConfig', 'ProblemBatch', 'forward_chain', 'sample_problems', 'verify', 'problem_text']
@@ -33,6 +34,7 @@ class LogicConfig:
     distractor_heads: str = "any"        # any: a distractor may conclude any non-fact variable; unreachable: only variables no rule derives
 
     def __post_init__(self):
+        check_fields(self, "problem")
         if self.distractor_heads not in ("any", "unreachable"):
             raise ValueError(f"distractor_heads={self.distractor_heads!r}: expected 'any' or 'unreachable'")
         for f in dataclasses.fields(self):

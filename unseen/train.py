@@ -16,6 +16,7 @@ from .tokens import Sequences, Vocab, STRUCTURE, PAD, TRUE, FALSE
 from .datasets import load_sequences, load_metadata
 from .model import Transformer, ModelConfig
 from .interventions import InterventionConfig, freeze_embeddings, reset_embeddings, variant
+from .config import check_fields
 
 # %% auto #0
 __all__ = ['ANSWERS', 'TrainConfig', 'batch_at', 'batch_from', 'target_loss', 'mean_pairwise_cosine', 'collapse_stats',
@@ -44,6 +45,7 @@ class TrainConfig:
     checkpoint_every: int = 500    # steps between checkpoints (0: only at the end)
 
     def __post_init__(self):
+        check_fields(self, "train.training", steps=1, batch_size=1, lr=(0, None), weight_decay=0, warmup=0, min_lr_ratio=(0, 1), grad_clip=0, answer_weight=0, threads=1, log_every=1, monitor_problems=1, checkpoint_every=0)
         object.__setattr__(self, "betas", tuple(self.betas))
         if self.optimizer not in ("adamw", "sgd"): raise ValueError(f"optimizer={self.optimizer!r}: expected adamw or sgd")
         if self.dtype not in ("float32", "bfloat16"): raise ValueError(f"dtype={self.dtype!r}: expected float32 or bfloat16")
