@@ -191,7 +191,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
     from dvc.exceptions import DvcException
     if args.jobs < 1: ap.error("--jobs must be at least 1")
+    from unseen.pipeline import check_matrix, load_params
     try:
+        if Path("params.yaml").exists(): check_matrix(load_params())   # an empty matrix would be DVC's "stage not found"
         results = repro(args.targets or None, args.jobs, retries=args.retries, retry_wait=args.retry_wait,
                         progress=False if args.no_progress else None)
     except (ValueError, RuntimeError, DvcException) as e: sys.exit(f"unseen-repro: {e}")
