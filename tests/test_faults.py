@@ -93,7 +93,7 @@ def test_the_command_line_beats_the_experiment_in_a_real_run(repo):
     assert [row.split(",")[0] for row in log[1:]] == ["0", "4", "8"]
     cells = json.loads(Path("runs/notebooks/train.ipynb").read_text())["cells"]
     injected = next("".join(c["source"]) for c in cells if "injected-parameters" in c["metadata"].get("tags", []))
-    assert "'steps': 8" in injected and "'batch_size': 16" in injected   # the rest of train.training reached the notebook
+    assert '"steps": 8' in injected and '"batch_size": 16' in injected   # the rest of train.training reached the notebook
 
     # 4. a failed run leaves no complete-looking results, old or new
     assert Path("runs/train/standard-s0/metrics.json").exists()
@@ -180,3 +180,56 @@ def test_an_empty_matrix_is_named_before_dvc_runs(repo, capsys):
     assert str(e.value.code) == "unseen-repro: params.yaml matrix.seeds is []: list at least one seed, e.g. seeds: [0]"
     with pytest.raises(ValueError, match="train.experiments is {}"):
         check_matrix({"matrix": {"seeds": [0]}, "train": {"experiments": {}}})
+
+
+# 6. a corrupt checkpoint: a warning naming it, then the run starts afresh; save_checkpoint syncs before renaming
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    from unseen.datasets import DataConfig, generate_datasets
+    d = tmp_path_factory.mktemp("data") / "data"
+    generate_datasets(DataConfig(n_train=20, train_problems=600, test_problems=20), 0, d, progress=False)
+    return d
+
+
+SMALL = dict(n_layer=1, d_model=32, n_head=2, d_mlp=64)
+
+
+@pytest.mark.parametrize("damage", ["truncated weights", "bad json", "no optimizer state"])
+def test_a_corrupt_checkpoint_is_named_and_the_run_starts_afresh(data, tmp_path, capsys, damage):
+    import torch
+    from safetensors.torch import load_file
+    from unseen.train import TrainConfig, train
+    torch.set_num_threads(1)
+    cfg = TrainConfig(steps=12, batch_size=8, warmup=2, log_every=6, checkpoint_every=6, monitor_problems=8)
+    train(data, tmp_path / "fresh", model=SMALL, cfg=cfg, progress=False)
+    train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)
+    ckpt = tmp_path / "r/checkpoint"
+    if damage == "truncated weights": (ckpt / "model.safetensors").write_bytes((ckpt / "model.safetensors").read_bytes()[:100])
+    elif damage == "bad json": (ckpt / "state.json").write_text('{"step": 1')
+    else: (ckpt / "optimizer.safetensors").unlink()
+    for f in ("log.csv", "metrics.json", "model.safetensors"): (tmp_path / "r" / f).unlink()
+    capsys.readouterr()
+    train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)
+    out = capsys.readouterr().out
+    assert f"WARNING: checkpoint {ckpt} is unreadable" in out and "starting this run afresh" in out, out
+    a, b = load_file(str(tmp_path / "fresh/model.safetensors")), load_file(str(tmp_path / "r/model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)                 # afresh means what a fresh run gives
+    assert (tmp_path / "fresh/log.csv").read_text() == (tmp_path / "r/log.csv").read_text()
+
+
+def test_save_checkpoint_syncs_its_files_before_the_renames(tmp_path, monkeypatch):
+    import torch
+    import unseen.train as train_module
+    from unseen.model import ModelConfig, Transformer
+    events = []
+    real_fsync, real_rename = os.fsync, Path.rename
+    monkeypatch.setattr(train_module.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1])
+    monkeypatch.setattr(Path, "rename", lambda self, target: (events.append("rename"), real_rename(self, target))[1])
+    net = Transformer(ModelConfig(vocab_size=20, max_len=8, n_layer=1, d_model=8, n_head=2, d_mlp=16))
+    opt = torch.optim.AdamW(net.parameters())
+    train_module.save_checkpoint(tmp_path / "ckpt", net, opt, 1, "f")
+    train_module.save_checkpoint(tmp_path / "ckpt", net, opt, 2, "f")   # the second one renames the first away
+    first = events.index("rename")
+    assert events[:first].count("fsync") >= 4, events             # three files and the directory, then the renames
+    assert train_module.load_checkpoint(tmp_path / "ckpt", net, opt, "f")[0] == 2

@@ -355,6 +355,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
             'unseen.train': { 'unseen.train.TrainConfig': ('train.html#trainconfig', 'unseen/train.py'),
                               'unseen.train.TrainConfig.__post_init__': ('train.html#trainconfig.__post_init__', 'unseen/train.py'),
                               'unseen.train.TrainConfig.lr_at': ('train.html#trainconfig.lr_at', 'unseen/train.py'),
+                              'unseen.train._fsync': ('train.html#_fsync', 'unseen/train.py'),
                               'unseen.train._head': ('train.html#_head', 'unseen/train.py'),
                               'unseen.train._load_optimizer_tensors': ('train.html#_load_optimizer_tensors', 'unseen/train.py'),
                               'unseen.train._optimizer_tensors': ('train.html#_optimizer_tensors', 'unseen/train.py'),
