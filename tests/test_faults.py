@@ -143,7 +143,7 @@ CASES = [  # stage, -p items, what the one line says
     ("train", ["training.monitor_problems=0"], "train.training.monitor_problems=0: must be at least 1"),
     ("train", ["training.warmup=-5"], "train.training.warmup=-5: must be at least 0"),
     ("train", ["model.dropout=2"], "train.model.dropout=2: must be between 0 and 1"),
-    ("train", ["intervention.reset_every=-1"], "train.intervention.reset_every=-1: must be at least 0"),
+    ("train", ["run=reset", "intervention.reset_every=-1"], "train.intervention.reset_every=-1: must be at least 0"),
     ("generate", ["problem.n_vars=five"], "problem.n_vars='five' (str): expected a list"),
     ("results", ["metric=accuracy"], "results.metric='accuracy': expected one of ['answer', 'exact_match']"),
     ("figures", ["variants=[standard, copyy]"], "figures.variants: 'copyy' is not one of"),
@@ -233,3 +233,27 @@ def test_save_checkpoint_syncs_its_files_before_the_renames(tmp_path, monkeypatc
     first = events.index("rename")
     assert events[:first].count("fsync") >= 4, events             # three files and the directory, then the renames
     assert train_module.load_checkpoint(tmp_path / "ckpt", net, opt, "f")[0] == 2
+
+
+# 9. Gemma: the terminal shows why no model was analysed; each model's result stands on its own
+
+def test_a_corrupt_model_costs_only_itself(tmp_path, monkeypatch):
+    import unseen.gemma_stats as gs
+    good = gs.ModelResult({"model": "good", "source": "x", "status": "ok", "message": ""}, [{"model": "good", "set": "unused"}])
+    corrupt = tmp_path / "corrupt.gguf"
+    corrupt.write_bytes(b"GGUF" + os.urandom(64))
+    real = gs._analyse_source
+    monkeypatch.setattr(gs, "_analyse_source", lambda source, cfg, progress: good if source.name == "good" else real(source, cfg, progress))
+    models, table, _ = gs.analyse_models([{"name": "broken", "source": str(corrupt)}, {"name": "good", "source": str(tmp_path)}],
+                                         gs.GemmaConfig(), isolate=False)
+    status = dict(zip(models["model"], models["status"]))
+    assert status == {"broken": "failed", "good": "ok"}, status
+    message = models.set_index("model").loc["broken", "message"]
+    assert str(corrupt) in message and "fix or replace the checkpoint" in message, message
+    assert list(table["model"]) == ["good"]
+
+
+@pytest.mark.slow
+def test_no_available_model_says_why_on_the_terminal(repo):
+    line = _first_line(["gemma", "-p", "models=[{name: mine, source: /nowhere/mine.gguf}]", "-p", "isolate=false"])
+    assert "no listed model could be analysed here" in line and "mine: not available here" in line and "/nowhere/mine.gguf" in line, line
