@@ -9,11 +9,11 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 import yaml
 
 # %% auto #0
-__all__ = ['DVC', 'locked_outputs', 'unsafe_relpath', 'check_manifest', 'cache_objects', 'check_fetched', 'pull', 'main']
+__all__ = ['DVC', 'locked_outputs', 'unsafe_relpath', 'check_manifest', 'check_manifests', 'pull', 'main']
 
 # %% ../nbs/11a_pull.ipynb #931abec1
 def locked_outputs(root=".") -> dict:
-    "Each output path that `dvc.lock` (and any `.dvc` file) records, with its md5 (`....dir` for a directory)."
+    "Each output path that `dvc.lock` (and any `.dvc` file) records: (its md5, `....dir` for a directory; its hash name)."
     root, outs = Path(root), {}
     files = [root / "dvc.lock"] + [p for p in root.rglob("*.dvc") if ".dvc" not in p.relative_to(root).parts[:-1]]
     for f in files:
@@ -21,7 +21,7 @@ def locked_outputs(root=".") -> dict:
         doc = yaml.safe_load(f.read_text()) or {}
         entries = [o for s in (doc.get("stages") or {}).values() for o in s.get("outs") or []] if f.name == "dvc.lock" else doc.get("outs") or []
         base = Path(".") if f.name == "dvc.lock" else f.parent.relative_to(root)
-        outs.update({(base / o["path"]).as_posix(): o["md5"] for o in entries if o.get("md5")})
+        outs.update({(base / o["path"]).as_posix(): (o["md5"], o.get("hash") or "md5-dos2unix") for o in entries if o.get("md5")})
     return outs
 
 def unsafe_relpath(rel) -> bool:
@@ -47,42 +47,48 @@ def check_manifest(out: str, md5: str, data: bytes) -> str:
 # %% ../nbs/11a_pull.ipynb #057bca9d
 DVC = [sys.executable, "-m", "dvc"]
 
-def cache_objects(root=".") -> Path:
-    "The directory of this repository's DVC 3 cache objects (`.../files/md5`)."
+def check_manifests(root=".", remote: str | None = None) -> list:
+    "Fetch, check and cache every directory manifest `dvc.lock` names; the problems (a bad one is deleted, never cached)."
     from dvc.repo import Repo
-    with Repo(str(root)) as repo: return Path(repo.cache.local.path)
-
-def check_fetched(root=".", remove=True) -> list:
-    "Check every directory manifest in the cache that `dvc.lock` names; delete those that fail (with `remove`); the problems."
-    objects, problems = cache_objects(root), []
-    for out, md5 in sorted(locked_outputs(root).items()):
-        path = objects / md5[:2] / md5[2:]
-        if not md5.endswith(".dir") or not path.exists(): continue      # a file: DVC's `verify` re-hashed it
-        problem = check_manifest(out, md5, path.read_bytes())
-        if problem:
-            problems.append(problem)
-            if remove: path.chmod(0o644); path.unlink()
+    problems = []
+    with Repo(str(root)) as repo:
+        for out, (md5, hash_name) in sorted(locked_outputs(root).items()):
+            if not md5.endswith(".dir"): continue                        # a file: DVC's `verify` re-hashes it
+            cache = repo.cache.local if hash_name == "md5" else repo.cache.legacy
+            local = Path(cache.oid_to_path(md5))
+            if local.exists():
+                problem = check_manifest(out, md5, local.read_bytes())
+                if not problem: continue
+                local.chmod(0o644); local.unlink()
+            odb = repo.cloud.get_remote_odb(remote, "pull", hash_name=hash_name)
+            try: data = odb.fs.cat_file(odb.oid_to_path(md5))
+            except FileNotFoundError: continue                           # not on the remote: `dvc pull` says so
+            problem = check_manifest(out, md5, data)
+            if problem: problems.append(problem); continue
+            local.parent.mkdir(parents=True, exist_ok=True)
+            local.write_bytes(data); local.chmod(0o444)
     return problems
 
 # %% ../nbs/11a_pull.ipynb #dd611a68
 def pull(targets=(), remote: str | None = None, jobs: int | None = None, root=".") -> int:
-    "`dvc fetch`, then `check_fetched`, then `dvc checkout` only when every manifest passed; the exit status."
-    opts = [*(["-r", remote] if remote else []), *(["-j", str(jobs)] if jobs else [])]
-    fetched = subprocess.run([*DVC, "fetch", *opts, *targets], cwd=root)
-    problems = check_fetched(root)
+    "`check_manifests`, then `dvc pull` only when every manifest passed; the exit status."
+    from dvc.exceptions import DvcException
+    try: problems = check_manifests(root, remote)
+    except DvcException as e:
+        print(f"unseen-pull: {e}", file=sys.stderr); return 1
     if problems:
         for p in problems: print(f"unseen-pull: {p}", file=sys.stderr)
-        print(f"unseen-pull: nothing checked out; the failing manifest{'s were' if len(problems) > 1 else ' was'} removed "
-              "from the cache. Report the remote to its maintainers, or regenerate the outputs with `dvc repro`.", file=sys.stderr)
+        print("unseen-pull: nothing checked out. Report the remote to its maintainers, or regenerate the outputs "
+              "with `dvc repro`.", file=sys.stderr)
         return 2
-    checkout = subprocess.run([*DVC, "checkout", *targets], cwd=root)
-    return fetched.returncode or checkout.returncode
+    opts = [*(["-r", remote] if remote else []), *(["-j", str(jobs)] if jobs else [])]
+    return subprocess.run([*DVC, "pull", *opts, *targets], cwd=root).returncode
 
 def main(argv=None):
     "Command line: `unseen-pull [TARGET ...] [-r REMOTE] [-j N]`."
     ap = argparse.ArgumentParser(prog="unseen-pull", description="dvc pull, with every directory manifest checked against dvc.lock first.")
     ap.add_argument("targets", nargs="*", metavar="TARGET", help="stages or outputs, as for dvc pull (default: everything)")
-    ap.add_argument("-r", "--remote", help="remote to fetch from (default: the default remote)")
+    ap.add_argument("-r", "--remote", help="remote to pull from (default: the default remote)")
     ap.add_argument("-j", "--jobs", type=int, help="parallel downloads")
     args = ap.parse_args(argv)
     sys.exit(pull(args.targets, args.remote, args.jobs))
