@@ -107,6 +107,8 @@ def stage_parameters(name: str, params: dict, declared, overrides: dict | None =
         fix = "the -p value" if origin.get(key, "").startswith("-p") else "params.yaml"
         kind, spec = BASE_CHECKS.get(key, (_type_name(default), None))
         check_value(origin.get(key, key), out[key], kind or _type_name(default), spec, fix)
+        if key == "device" and not out[key].startswith(("cpu", "cuda", "mps")):
+            raise ValueError(f"{origin.get(key, key)}={out[key]!r}: expected cpu, cuda or cuda:N; set it in {fix}")
     return out
 
 def _exempt(key: str) -> bool: return key.endswith("_dir") or key in RUN_SETTINGS
