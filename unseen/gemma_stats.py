@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 from .gemma import (
     POOLS, POOL_SIZES, RESERVED_FAMILIES, Checkpoint, ModelSource, NotAvailable, ReservedTokens,
     check_gemma3_unused, find_reserved, open_checkpoint, resolve_source, token_pools)
+from .config import check_fields
 
 # %% auto #0
 __all__ = ['MAGIKARP', 'PAPER_RANGE', 'PAPER_SIZES', 'MatrixScan', 'scan_matrix', 'unit_rows', 'pairwise_cosines',
@@ -159,6 +160,7 @@ class GemmaConfig:
     threads: int = 1          # torch threads while analysing
 
     def __post_init__(self):
+        check_fields(self, "gemma", seed=0)
         unknown = set(self.pool_sizes) - set(POOLS)
         if unknown: raise ValueError(f"unknown token pool {sorted(unknown)[0]!r} in pool_sizes; pools: {POOLS}")
         if self.n_bootstrap < 10: raise ValueError(f"n_bootstrap={self.n_bootstrap}: use at least 10 resamples")
@@ -254,13 +256,17 @@ def analyse_model(name: str, # label in tables and figures
                   isolate: bool = True, # analyse in a fresh process, so the peak memory is this model's
                   progress: bool = True, # tqdm bars for the passes over the matrices
                  ) -> ModelResult:
-    "Analyse one listed model; one that is not on this machine gives a 'not available here' row instead."
+    "Analyse one listed model; one not on this machine, or unreadable, gives a 'not available here' or 'failed' row instead."
     try: source = resolve_source(name, spec, cache_dir)
     except NotAvailable as e:
         return ModelResult({"model": name, "source": spec, "status": "not available here", "message": str(e)})
-    if not isolate: return _analyse_source(source, cfg, progress)
-    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
-        return pool.submit(_analyse_source, source, cfg, progress).result()
+    try:
+        if not isolate: return _analyse_source(source, cfg, progress)
+        with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+            return pool.submit(_analyse_source, source, cfg, progress).result()
+    except Exception as e:   # a corrupt checkpoint (or a killed worker) costs this model only, not the others
+        return ModelResult({"model": name, "source": spec, "status": "failed",
+                            "message": f"{type(e).__name__}: {e} (reading {source.path}); fix or replace the checkpoint"})
 
 # %% ../nbs/07a_gemma_stats.ipynb #08fb4af6
 PAPER_RANGE = {"unused": (0.23, 0.78), "used": (0.01, 0.09)}  # mean pairwise cosine, Gemma 3 1B-27B (docs/paper.md §1 claim 7)

@@ -8,6 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 import torch
 from .model import Transformer, ModelConfig, init_embeddings
+from .config import check_fields
 
 # %% auto #0
 __all__ = ['VARIANTS', 'InterventionConfig', 'variant', 'embedding_parameters', 'freeze_embeddings', 'reset_embeddings',
@@ -24,6 +25,7 @@ class InterventionConfig:
     reset_rows: str = "all"          # all | names: re-draw every row, or only the variable names' (structure tokens keep theirs)
 
     def __post_init__(self):
+        check_fields(self, "train.intervention", reset_every=0, reset_until=0)
         if self.reset_every < 0: raise ValueError(f"reset_every={self.reset_every}: cannot be negative")
         if self.freeze and self.reset_every: raise ValueError("freeze and reset_every are exclusive: a frozen matrix has nothing to forget")
         if self.reset_rows not in ("all", "names"): raise ValueError(f"reset_rows={self.reset_rows!r}: expected 'all' or 'names'")

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import torch
 import matplotlib.pyplot as plt
+from .config import check_fields
 
 # %% auto #0
 __all__ = ['DTYPE', 'TOLERANCE', 'OPTIMIZERS', 'LemmaConfig', 'make_features', 'init_unembedding', 'probabilities',
@@ -39,6 +40,7 @@ class LemmaConfig:
     floor: float = 1e-8             # a pair's ratio counts while ||D_t|| > floor * largest unseen row norm (float64 resolution)
 
     def __post_init__(self):
+        check_fields(self, "lemma", seed=0)
         if self.optimizer not in OPTIMIZERS: raise ValueError(f"optimizer={self.optimizer!r}: one of {OPTIMIZERS}")
         if self.n_seen < 1 or self.n_unseen < 2: raise ValueError("need at least 1 seen class and 2 unseen classes (a pair)")
         if min(self.dim, self.per_class, self.steps) < 1: raise ValueError("dim, per_class and steps must be positive")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 import numpy as np
+from .config import check_fields
 
 # %% auto #0
 __all__ = ['LogicConfig', 'ProblemBatch', 'forward_chain', 'sample_problems', 'verify', 'problem_text']
@@ -24,15 +25,16 @@ def _as_range(name, value):
 @dataclass(frozen=True)
 class LogicConfig:
     "What a problem looks like: sizes of its parts, as inclusive `(low, high)` ranges."
-    n_vars: tuple = (5, 7)               # variables per problem (raised per problem to fit the depth)
-    n_facts: tuple = (1, 1)              # facts given in the prompt
-    depth: tuple = (0, 3)                # proof depth: rules on the chain from a fact to the query
-    body_size: tuple = (1, 1)            # variables in the body of a chain rule (1-3 in SimpleLogic)
-    n_distractors: tuple = (1, 3)        # rules that never fire (at least one when the label is False)
-    distractor_body_size: tuple = (1, 1) # variables in the body of a distractor rule
+    n_vars: int | tuple = (5, 7)               # variables per problem (raised per problem to fit the depth)
+    n_facts: int | tuple = (1, 1)              # facts given in the prompt
+    depth: int | tuple = (0, 3)                # proof depth: rules on the chain from a fact to the query
+    body_size: int | tuple = (1, 1)            # variables in the body of a chain rule (1-3 in SimpleLogic)
+    n_distractors: int | tuple = (1, 3)        # rules that never fire (at least one when the label is False)
+    distractor_body_size: int | tuple = (1, 1) # variables in the body of a distractor rule
     distractor_heads: str = "any"        # any: a distractor may conclude any non-fact variable; unreachable: only variables no rule derives
 
     def __post_init__(self):
+        check_fields(self, "problem")
         if self.distractor_heads not in ("any", "unreachable"):
             raise ValueError(f"distractor_heads={self.distractor_heads!r}: expected 'any' or 'unreachable'")
         for f in dataclasses.fields(self):

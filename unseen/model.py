@@ -9,6 +9,7 @@ from dataclasses import dataclass, asdict
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from .config import check_fields
 
 # %% auto #0
 __all__ = ['POSITIONS', 'COPY_FORMS', 'EMBED_INITS', 'ModelConfig', 'rotary', 'sinusoidal', 'append_to_cache', 'attend',
@@ -51,6 +52,7 @@ class ModelConfig:
         return self.embed_std if self.embed_std else 1 / math.sqrt(self.d_model)
 
     def __post_init__(self):
+        check_fields(self, "train.model", dropout=(0, 1), init_std=0, embed_std=0, input_scale=0)
         for name, allowed in (("positions", POSITIONS), ("copy", COPY_FORMS), ("embed_init", EMBED_INITS)):
             if getattr(self, name) not in allowed: raise ValueError(f"{name}={getattr(self, name)!r}: expected one of {allowed}")
         if self.head_dim is None and self.d_model % self.n_head:

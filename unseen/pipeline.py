@@ -4,37 +4,191 @@
 
 # %% ../nbs/10_pipeline.ipynb #63999f1d
 from __future__ import annotations
-import argparse, os, sys
+import argparse, ast, contextlib, copy, fcntl, os, shutil, sys
 from pathlib import Path
 import yaml
+from .config import check_value
 
 # %% auto #0
-__all__ = ['load_params', 'declared_parameters', 'stage_parameters', 'run_stage', 'main']
+__all__ = ['RUN_SETTINGS', 'EXPERIMENT_KEYS', 'BASE_CHECKS', 'OUTPUT_DIRS', 'load_params', 'notebook_parameters',
+           'declared_parameters', 'deep_merge', 'set_key', 'check_matrix', 'stage_parameters', 'pipeline_call',
+           'dvc_stage', 'stage_outputs', 'tracked_outputs', 'check_by_hand', 'output_dir', 'writing', 'run_stage',
+           'parse_overrides', 'main']
 
 # %% ../nbs/10_pipeline.ipynb #29a1ab7f
+RUN_SETTINGS = ("threads", "isolate", "chunk_rows")   # how a stage runs (cores, processes, block size), not what it computes
+
 def load_params(path="params.yaml") -> dict:
-    "The parsed `params.yaml`, with a clear message when it is missing or not a mapping."
+    "The parsed `params.yaml`, with a clear message when it is missing, not YAML, or not a mapping."
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"no parameters file at {path}: run from the repository root")
-    params = yaml.safe_load(path.read_text()) or {}
+    try: params = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e: raise ValueError(f"{path} is not valid YAML: {' '.join(str(e).split())}") from None
     if not isinstance(params, dict): raise ValueError(f"{path} must be a mapping of sections, got {type(params).__name__}")
     return params
 
+def notebook_parameters(notebook) -> dict:
+    "Each name the notebook's `parameters` cell assigns, with its default value (`...` where it is no literal)."
+    import papermill as pm
+    found = pm.inspect_notebook(str(notebook))
+    if not found: raise ValueError(f"{notebook} has no cell tagged 'parameters' (did nbdev-clean strip the tag?)")
+    def literal(text):
+        try: return ast.literal_eval(text)
+        except (ValueError, SyntaxError): return ...
+    return {name: literal(p["default"]) for name, p in found.items()}
+
 def declared_parameters(notebook) -> set:
     "Names assigned in the notebook's cell tagged `parameters`."
-    import papermill as pm
-    names = set(pm.inspect_notebook(str(notebook)))
-    if not names: raise ValueError(f"{notebook} has no cell tagged 'parameters' (did nbdev-clean strip the tag?)")
-    return names
+    return set(notebook_parameters(notebook))
 
-def stage_parameters(name: str, params: dict, declared: set, overrides: dict | None = None) -> dict:
-    "The papermill parameters of stage `name`: declared `base` keys, then its section, then `overrides`."
+# %% ../nbs/10_pipeline.ipynb #51f29983
+def deep_merge(base: dict, update: dict) -> dict:
+    "A copy of `base` with `update` merged in: mappings key by key, anything else replaced."
+    out = copy.deepcopy(base)
+    for key, value in update.items():
+        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else copy.deepcopy(value)
+    return out
+
+def set_key(params: dict, key: str, value, where: str = "-p"):
+    "Set dotted `key` (`training.steps`) in `params` in place, merging a mapping value into a mapping already there."
+    *parents, leaf = key.split(".")
+    node = params
+    for i, part in enumerate(parents):
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ValueError(f"{where} {key}: {'.'.join(parents[:i + 1])} is {node!r}, not a mapping with keys")
+    node[leaf] = deep_merge(node[leaf], value) if isinstance(value, dict) and isinstance(node.get(leaf), dict) else value
+
+# %% ../nbs/10_pipeline.ipynb #e4e26046
+def check_matrix(params: dict):
+    "Raise a one-line `ValueError` unless `matrix.seeds` lists seeds and `train.experiments` names experiments."
+    seeds = (params.get("matrix") or {}).get("seeds") if isinstance(params.get("matrix"), dict) else None
+    if not isinstance(seeds, list) or not seeds:
+        raise ValueError(f"params.yaml matrix.seeds is {seeds!r}: list at least one seed, e.g. seeds: [0]")
+    for seed in seeds: check_value("matrix.seeds[]", seed, "int", 0)
+    experiments = (params.get("train") or {}).get("experiments") if isinstance(params.get("train"), dict) else None
+    if not isinstance(experiments, dict) or not experiments:
+        raise ValueError(f"params.yaml train.experiments is {experiments!r}: name at least one experiment, e.g. standard: {{variant: standard}}")
+
+# %% ../nbs/10_pipeline.ipynb #349402a4
+EXPERIMENT_KEYS = ("n_train", "model", "intervention", "training")   # what an experiment may set beside its variant
+BASE_CHECKS = {"seed": ("int", 0), "n_train": ("int", 1), "device": ("str", None), "dtype": ("str", ["float32", "bfloat16"])}
+
+def _type_name(default) -> str:
+    "The annotation a value of the notebook's default's type is checked against (`''`: anything)."
+    if default is None or default is ...: return ""
+    return {bool: "bool", int: "int", float: "float", str: "str", list: "list", tuple: "list", dict: "dict"}.get(type(default), "")
+
+def stage_parameters(name: str, params: dict, declared, overrides: dict | None = None, matrix=()) -> dict:
+    "The papermill parameters of stage `name`: declared `base` keys, then its section, then `overrides` (dotted keys)."
     if name not in params: raise KeyError(f"params.yaml has no section {name!r}; sections: {sorted(params)}")
-    section = {**(params[name] or {}), **(overrides or {})}
-    unknown = sorted(set(section) - declared)
-    if unknown: raise ValueError(f"unknown parameter {unknown[0]!r} in section {name!r}: the stage notebook declares {sorted(declared)}")
-    base = {k: v for k, v in (params.get("base") or {}).items() if k in declared}
-    return {**base, **section}
+    defaults = declared if isinstance(declared, dict) else dict.fromkeys(declared, ...)
+    section, base = params[name], params.get("base") or {}
+    if not isinstance(section, dict):
+        raise ValueError(f"params.yaml section {name!r} is {section!r}: it must be a mapping of the stage's parameters "
+                         f"({', '.join(sorted(k for k in defaults if k not in base and not _exempt(k)))})")
+    origin = {**{k: f"base.{k}" for k in base}, **{k: f"{name}.{k}" for k in section}}
+    out = deep_merge({k: v for k, v in base.items() if k in defaults}, section)
+    for key, value in (overrides or {}).items():
+        set_key(out, key, value); origin[key.split(".")[0]] = f"-p {key.split('.')[0]}"
+    unknown = sorted(set(out) - set(defaults))
+    if unknown: raise ValueError(f"unknown parameter {unknown[0]!r} in section {name!r}: the stage notebook declares {sorted(defaults)}")
+    experiment = (out.get("experiments") or {}).get(out.get("run")) if isinstance(out.get("experiments"), dict) else None
+    if isinstance(experiment, dict):                 # the command line beats the experiment's own settings
+        for key, value in (overrides or {}).items():
+            if key.split(".")[0] in EXPERIMENT_KEYS: set_key(experiment, key, value)
+    for key, default in defaults.items():
+        if key not in out:
+            if key in matrix: raise ValueError(f"parameter {key!r} of stage {name!r} comes from the matrix in dvc.yaml: pass -p {key}=VALUE")
+            if not _exempt(key):
+                raise ValueError(f"params.yaml has no key {name}.{key}" + (f" (nor base.{key})" if key in BASE_CHECKS else "")
+                                 + ": add it (the notebook's default is for running it by hand only)")
+            continue
+        fix = "the -p value" if origin.get(key, "").startswith("-p") else "params.yaml"
+        kind, spec = BASE_CHECKS.get(key, (_type_name(default), None))
+        check_value(origin.get(key, key), out[key], kind or _type_name(default), spec, fix)
+        if key == "device" and not out[key].startswith(("cpu", "cuda", "mps")):
+            raise ValueError(f"{origin.get(key, key)}={out[key]!r}: expected cpu, cuda or cuda:N; set it in {fix}")
+    return out
+
+def _exempt(key: str) -> bool: return key.endswith("_dir") or key in RUN_SETTINGS
+
+# %% ../nbs/10_pipeline.ipynb #7ab8ef77
+OUTPUT_DIRS = ("out_dir", "figures_dir")   # the parameters that say where a stage writes
+
+def pipeline_call() -> bool:
+    "Whether DVC runs this command as one of its stages (it sets `DVC_STAGE` for each)."
+    return bool(os.environ.get("DVC_STAGE"))
+
+def dvc_stage(name: str, root=".") -> dict:
+    "Stage `name` as `dvc.yaml` declares it (empty without a `dvc.yaml`)."
+    path = Path(root) / "dvc.yaml"
+    return ((yaml.safe_load(path.read_text()) or {}).get("stages") or {}).get(name) or {} if path.exists() else {}
+
+def stage_outputs(name: str, parameters: dict, root=".") -> list:
+    "The outputs `dvc.yaml` declares for stage `name` (outs, metrics, plots), `${item.KEY}` filled from `parameters`."
+    stage, outs = dvc_stage(name, root), []
+    for kind in ("outs", "metrics", "plots"):
+        for entry in stage.get(kind) or []:
+            out = entry if isinstance(entry, str) else next(iter(entry))
+            for key in stage.get("matrix") or {}: out = out.replace(f"${{item.{key}}}", str(parameters.get(key, "")))
+            if "${" not in out: outs.append(out)
+    return outs
+
+def tracked_outputs(root=".") -> set:
+    "Every output path that `dvc.lock` records."
+    path = Path(root) / "dvc.lock"
+    stages = ((yaml.safe_load(path.read_text()) or {}).get("stages") or {}) if path.exists() else {}
+    return {o["path"] for s in stages.values() for o in s.get("outs") or []}
+
+def _under(path: str, dirs) -> bool: return any(d and (path == d or path.startswith(d.rstrip("/") + "/")) for d in dirs)
+
+def check_by_hand(name: str, parameters: dict, defaults: dict, notebook_out: str, root="."):
+    "Refuse a run by hand that would overwrite an output `dvc.lock` tracks."
+    changed = [k for k in OUTPUT_DIRS if k in defaults and parameters.get(k, defaults[k]) != defaults[k]]
+    kept = [defaults[k] for k in OUTPUT_DIRS if k in defaults and k not in changed and defaults[k]]
+    def written(out):
+        if _under(out, [defaults[k] for k in changed]): return False
+        return not (any(not defaults[k] for k in changed) and not _under(out, kept))   # "" default: the stage's own layout
+    tracked = tracked_outputs(root)
+    for out in [notebook_out] + [o for o in stage_outputs(name, parameters, root) if written(o)]:
+        if _under(out, tracked) or any(_under(t, [out]) for t in tracked):
+            raise ValueError(f"{out} is an output of the DVC pipeline (dvc.lock): a run by hand does not overwrite it; "
+                             f"run `dvc repro {name}`, or write elsewhere with -p out_dir=DIR --tag NAME")
+
+# %% ../nbs/10_pipeline.ipynb #648d1a6e
+def output_dir(name: str, parameters: dict, defaults: dict, root=".") -> Path | None:
+    "Where the stage writes its results: `out_dir`, or the one directory of this cell's `dvc.yaml` outputs (None: unknown)."
+    if "out_dir" not in defaults: return None
+    value = parameters.get("out_dir", defaults["out_dir"])
+    if isinstance(value, str) and value: return Path(value)
+    outs = [o for o in stage_outputs(name, parameters, root) if not _under(o, ["runs/notebooks"] + [defaults.get("figures_dir")])]
+    parents = {Path(o).parent for o in outs}
+    return parents.pop() if len(parents) == 1 else None
+
+@contextlib.contextmanager
+def writing(out_dir, root="."):
+    "Lock `out_dir` and yield the partial directory to write instead (relative to `root`); on success it becomes `out_dir`."
+    root, out_dir = Path(root), Path(out_dir)
+    final, partial = root / out_dir, root / "runs" / ".partial" / out_dir
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    ignore = root / "runs" / ".partial" / ".gitignore"
+    if not ignore.exists(): ignore.write_text("*\n")
+    lock = partial.with_name(partial.name + ".lock")
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR)
+    try:
+        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError(f"another run is writing {out_dir} (it holds {lock.relative_to(root)}): wait for it to end, "
+                               "or write elsewhere with -p out_dir=DIR") from None
+        shutil.rmtree(partial, ignore_errors=True)
+        if final.exists(): shutil.rmtree(final)        # old results never stand beside a new, failed run
+        yield partial.relative_to(root)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        partial.mkdir(parents=True, exist_ok=True)     # a stage that wrote nothing there still leaves its directory
+        partial.rename(final)
+    finally:
+        os.close(fd)
 
 # %% ../nbs/10_pipeline.ipynb #72aab873
 def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | None = None, tag: str | None = None,
@@ -47,44 +201,64 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
     root = Path(root)
     notebook = root / "nbs" / "stages" / f"{name}.ipynb"
     if not notebook.exists(): raise FileNotFoundError(f"no stage notebook {notebook}")
-    parameters = stage_parameters(name, load_params(root / params_file), declared_parameters(notebook), overrides)
+    defaults = notebook_parameters(notebook)
+    matrix = tuple(dvc_stage(name, root).get("matrix") or ())
+    parameters = stage_parameters(name, load_params(root / params_file), defaults, overrides, matrix)
     out = root / "runs" / "notebooks" / f"{name}{'-' + tag if tag else ''}.ipynb"
+    if not pipeline_call(): check_by_hand(name, parameters, defaults, out.relative_to(root).as_posix(), root)
+    out_dir = output_dir(name, parameters, defaults, root)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial, failed = out.with_suffix(".partial.ipynb"), out.with_suffix(".failed.ipynb")
-    for stale in (out, failed): stale.unlink(missing_ok=True)
-    # the long loops' bars go to a progress file (unseen.progress: UNSEEN_PROGRESS), which unseen-repro shows, not into the notebook
-    before = os.environ.get("UNSEEN_PROGRESS")
-    os.environ["UNSEEN_PROGRESS"] = before or str((root / "runs" / "logs" / f"{out.stem}.progress").resolve())
-    try:
-        pm.execute_notebook(str(notebook), str(partial), parameters=parameters, cwd=str(root),
-                            kernel_name="python3", progress_bar=progress)
-    except Exception:
-        if partial.exists(): partial.rename(failed)
-        raise
-    finally:
-        if before is None: os.environ.pop("UNSEEN_PROGRESS")
+    with writing(out_dir, root) if out_dir else contextlib.nullcontext() as partial_dir:
+        for stale in (out, failed): stale.unlink(missing_ok=True)
+        if partial_dir: parameters = {**parameters, "out_dir": str(partial_dir)}
+        # the long loops' bars go to a progress file (unseen.progress: UNSEEN_PROGRESS), which unseen-repro shows, not into the notebook
+        before = os.environ.get("UNSEEN_PROGRESS")
+        os.environ["UNSEEN_PROGRESS"] = before or str((root / "runs" / "logs" / f"{out.stem}.progress").resolve())
+        try:
+            pm.execute_notebook(str(notebook), str(partial), parameters=parameters, cwd=str(root),
+                                kernel_name="python3", progress_bar=progress)
+        except BaseException:
+            if partial.exists(): partial.rename(failed)
+            raise
+        finally:
+            if before is None: os.environ.pop("UNSEEN_PROGRESS")
     partial.rename(out)
     return out
 
 # %% ../nbs/10_pipeline.ipynb #f269b7c6
+def parse_overrides(items) -> dict:
+    "`KEY=VALUE` strings as a mapping, each value read as YAML; a malformed one raises a one-line `ValueError`."
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key: raise ValueError(f"-p {item!r}: expected KEY=VALUE")
+        try: overrides[key] = yaml.safe_load(value)
+        except yaml.YAMLError as e:
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            raise ValueError(f"-p {item!r}: the value is not valid YAML ({problem}); quote the whole -p, "
+                             "e.g. -p 'training={steps: 30}'") from None
+    return overrides
+
 def main(argv=None):
     "Command line: `unseen-stage NAME [-p key=value ...] [--tag TAG] [--params FILE]`."
     ap = argparse.ArgumentParser(prog="unseen-stage", description="Run one pipeline stage notebook with papermill.")
     ap.add_argument("name", help="stage name: a section of params.yaml and nbs/stages/NAME.ipynb")
-    ap.add_argument("-p", "--parameter", action="append", default=[], metavar="KEY=VALUE", help="override one parameter")
+    ap.add_argument("-p", "--parameter", action="append", default=[], metavar="KEY=VALUE",
+                    help="override one parameter; dotted keys reach into mappings (training.steps=30)")
     ap.add_argument("--params", default="params.yaml", help="parameters file (default: params.yaml)")
     ap.add_argument("--tag", help="suffix of the executed notebook's name, e.g. a matrix cell")
     args = ap.parse_args(argv)
-    overrides = {}
-    for item in args.parameter:
-        key, sep, value = item.partition("=")
-        if not sep: ap.error(f"-p {item!r}: expected KEY=VALUE")
-        overrides[key] = yaml.safe_load(value)
     import papermill as pm
+    from nbclient.exceptions import DeadKernelError
+    failed = f"runs/notebooks/{args.name}{'-' + args.tag if args.tag else ''}.failed.ipynb"
     try:
-        out = run_stage(args.name, args.params, overrides=overrides, tag=args.tag)
-    except (FileNotFoundError, KeyError, ValueError) as e:
+        out = run_stage(args.name, args.params, overrides=parse_overrides(args.parameter), tag=args.tag)
+    except DeadKernelError:
+        sys.exit(f"unseen-stage {args.name}: the notebook's kernel died (killed, or out of memory); "
+                 f"rerun to resume, the cells it ran are in {failed}")
+    except (FileNotFoundError, KeyError, ValueError, RuntimeError) as e:
         sys.exit(f"unseen-stage {args.name}: {e}")
     except pm.PapermillExecutionError as e:  # the notebook raised: its error in one line, the traceback in the kept notebook
-        sys.exit(f"unseen-stage {args.name}: {e.ename}: {e.evalue}\n(traceback in runs/notebooks/{args.name}{'-' + args.tag if args.tag else ''}.failed.ipynb)")
+        sys.exit(f"unseen-stage {args.name}: {e.ename}: {e.evalue}\n(traceback in {failed})")
     print(f"executed notebook: {out}")

@@ -264,7 +264,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
     from dvc.exceptions import DvcException
     if args.jobs < 1: ap.error("--jobs must be at least 1")
+    from unseen.pipeline import check_matrix, load_params
     try:
+        if Path("params.yaml").exists() and not args.profile: check_matrix(load_params())   # an empty matrix would be DVC's "stage not found"
         run = (lambda **kw: repro_profile(args.profile, args.dir, **kw)[1]) if args.profile else repro
         results = run(targets=args.targets or None, jobs=args.jobs, retries=args.retries, retry_wait=args.retry_wait,
                       progress=False if args.no_progress else None, progress_every=args.progress_every)

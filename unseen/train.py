@@ -17,6 +17,7 @@ from .tokens import Sequences, Vocab, STRUCTURE, PAD, TRUE, FALSE
 from .datasets import load_sequences, load_metadata
 from .model import Transformer, ModelConfig
 from .interventions import InterventionConfig, freeze_embeddings, reset_embeddings, variant
+from .config import check_fields
 
 # %% auto #0
 __all__ = ['ANSWERS', 'TrainConfig', 'batch_at', 'batch_from', 'target_loss', 'mean_pairwise_cosine', 'collapse_stats',
@@ -49,6 +50,7 @@ class TrainConfig:
     checkpoint_every: int = 500    # steps between checkpoints (0: only at the end)
 
     def __post_init__(self):
+        check_fields(self, "train.training", steps=1, batch_size=1, lr=(0, None), weight_decay=0, warmup=0, min_lr_ratio=(0, 1), grad_clip=0, answer_weight=0, threads=1, log_every=1, monitor_problems=1, checkpoint_every=0)
         object.__setattr__(self, "betas", tuple(self.betas))
         if self.optimizer not in ("adamw", "sgd"): raise ValueError(f"optimizer={self.optimizer!r}: expected adamw or sgd")
         if self.dtype not in ("float32", "bfloat16"): raise ValueError(f"dtype={self.dtype!r}: expected float32 or bfloat16")
@@ -151,6 +153,12 @@ def _load_optimizer_tensors(optimizer, tensors: dict):
         i, name = key.split(".", 1)
         optimizer.state[params[int(i)]][name] = value.to(params[int(i)].device)
 
+def _fsync(path):
+    "Flush `path` (a file or a directory's entries) to disk."
+    fd = os.open(path, os.O_RDONLY)
+    try: os.fsync(fd)
+    finally: os.close(fd)
+
 def save_checkpoint(dirpath, model, optimizer, step: int, fingerprint: str, extra: dict | None = None):
     "Atomically write weights, optimiser state, step and `extra` (JSON) to `dirpath`."
     dirpath = Path(dirpath)
@@ -159,10 +167,12 @@ def save_checkpoint(dirpath, model, optimizer, step: int, fingerprint: str, extr
     save_weights(model, tmp / "model.safetensors")
     save_file({**_optimizer_tensors(optimizer), "rng.torch": torch.get_rng_state()}, str(tmp / "optimizer.safetensors"))
     (tmp / "state.json").write_text(json.dumps({"step": step, "fingerprint": fingerprint, "extra": extra or {}}))
+    for f in (*tmp.iterdir(), tmp): _fsync(f)      # the bytes are on disk before a rename makes them the checkpoint
     if dirpath.exists():
         shutil.rmtree(old, ignore_errors=True)   # left by a run killed while deleting it; `dirpath` is newer
         dirpath.rename(old)
     tmp.rename(dirpath)
+    _fsync(dirpath.parent)
     shutil.rmtree(old, ignore_errors=True)
 
 def load_checkpoint(dirpath, model, optimizer, fingerprint: str) -> tuple:
@@ -171,15 +181,22 @@ def load_checkpoint(dirpath, model, optimizer, fingerprint: str) -> tuple:
     if not (dirpath / "state.json").exists():
         dirpath = dirpath.with_name(dirpath.name + ".old")                   # killed between the two renames
         if not (dirpath / "state.json").exists(): return 0, {}
-    state = json.loads((dirpath / "state.json").read_text())
-    if state["fingerprint"] != fingerprint:
-        print(f"checkpoint {dirpath} belongs to another configuration: starting afresh"); return 0, {}
-    weights = load_file(str(dirpath / "model.safetensors"))
-    model.load_state_dict(weights, strict=False)
-    tensors = load_file(str(dirpath / "optimizer.safetensors"))
-    torch.set_rng_state(tensors.pop("rng.torch"))
-    _load_optimizer_tensors(optimizer, tensors)
-    return state["step"], state["extra"]
+    before, rng = {k: v.clone() for k, v in model.state_dict().items()}, torch.get_rng_state()
+    try:
+        state = json.loads((dirpath / "state.json").read_text())
+        if state["fingerprint"] != fingerprint:
+            print(f"checkpoint {dirpath} belongs to another configuration: starting afresh"); return 0, {}
+        weights = load_file(str(dirpath / "model.safetensors"))
+        tensors = load_file(str(dirpath / "optimizer.safetensors"))
+        model.load_state_dict(weights, strict=False)
+        torch.set_rng_state(tensors.pop("rng.torch"))
+        _load_optimizer_tensors(optimizer, tensors)
+        return state["step"], state["extra"]
+    except Exception as e:   # a truncated or corrupt file (SafetensorError, JSONDecodeError, a missing key or tensor)
+        model.load_state_dict(before); torch.set_rng_state(rng); optimizer.state.clear()   # as if nothing was read
+        print(f"WARNING: checkpoint {dirpath} is unreadable ({type(e).__name__}: {e}): starting this run afresh "
+              f"(delete {dirpath} to silence this)")
+        return 0, {}
 
 # %% ../nbs/04_train.ipynb #b5055571
 def build_optimizer(model, cfg: TrainConfig):

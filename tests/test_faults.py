@@ -1,0 +1,261 @@
+"""Bad input and faults: every parameter from params.yaml, one clear line naming the key, no stale outputs, one run at a time."""
+import copy, json, os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from unseen import pipeline
+from unseen.pipeline import (check_matrix, dvc_stage, load_params, main, notebook_parameters, stage_parameters,
+                             writing)
+
+from pipeline_helpers import ROOT, _copy_working_tree, _smoke_params
+
+PARAMS = load_params(ROOT / "params.yaml")
+
+
+def _parameters(name, params=PARAMS, overrides=None):
+    "Stage `name`'s papermill parameters from `params`, the way `unseen-stage` computes them."
+    matrix = tuple(dvc_stage(name, ROOT).get("matrix") or ())
+    if matrix: overrides = {"run": "standard", "seed": 0, **(overrides or {})}
+    return stage_parameters(name, params, notebook_parameters(ROOT / f"nbs/stages/{name}.ipynb"), overrides, matrix)
+
+
+def _first_line(argv) -> str:
+    "The first line `unseen-stage` exits with for `argv` (it must exit)."
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    return str(e.value.code).splitlines()[0]
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    "A smoke-scale copy of the repository as the working directory."
+    _copy_working_tree(tmp_path)
+    _smoke_params(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DVC_STAGE", raising=False)
+    return tmp_path
+
+
+# 2. every declared parameter of a stage comes from params.yaml
+
+@pytest.mark.parametrize("name", ["generate", "train", "evaluate", "results", "figures", "lemma", "gemma", "finetune"])
+def test_every_parameter_of_the_stage_comes_from_params_yaml(name):
+    got = _parameters(name)
+    for key in notebook_parameters(ROOT / f"nbs/stages/{name}.ipynb"):
+        assert key in got or key.endswith("_dir") or key in pipeline.RUN_SETTINGS, (name, key)
+
+
+@pytest.mark.parametrize("name", ["generate", "train", "lemma", "gemma", "finetune"])
+def test_a_deleted_key_or_a_null_section_stops_the_stage_naming_it(name):
+    key = sorted(k for k in PARAMS[name] if not k.endswith("_dir"))[0]
+    params = copy.deepcopy(PARAMS)
+    del params[name][key]
+    with pytest.raises(ValueError, match=f"params.yaml has no key {name}.{key}: add it"):
+        _parameters(name, params)
+    params[name] = None
+    with pytest.raises(ValueError, match=f"params.yaml section '{name}' is None: it must be a mapping"):
+        _parameters(name, params)
+
+
+def test_generate_with_test_problems_deleted_fails_before_running(repo):
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    del params["generate"]["test_problems"]
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    assert _first_line(["generate"]) == ("unseen-stage generate: params.yaml has no key generate.test_problems: "
+                                         "add it (the notebook's default is for running it by hand only)")
+    assert not Path("runs/data").exists() and not Path("runs/notebooks/generate.ipynb").exists()
+
+
+# 3. dotted -p keys deep-merge; params section < experiment < command line
+
+def test_a_dotted_override_keeps_the_rest_of_the_mapping_and_beats_the_experiment():
+    params = copy.deepcopy(PARAMS)   # an experiment that sets its own steps
+    params["train"]["experiments"]["standard"] = {"variant": "standard", "training": {"steps": 6000}}
+    got = _parameters("train", params, overrides={"training.steps": 30})
+    assert got["training"] == {**PARAMS["train"]["training"], "steps": 30}
+    assert got["experiments"]["standard"]["training"]["steps"] == 30                # the command line wins
+    merged = _parameters("train", params, overrides={"training": {"steps": 30}})   # a mapping value merges too
+    assert merged["training"]["lr"] == PARAMS["train"]["training"]["lr"] and merged["training"]["steps"] == 30
+    plain = _parameters("train", params)
+    assert plain["training"]["steps"] == PARAMS["train"]["training"]["steps"]        # section < experiment
+    assert plain["experiments"]["standard"]["training"]["steps"] == 6000
+
+
+@pytest.mark.slow
+def test_the_command_line_beats_the_experiment_in_a_real_run(repo):
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["train"]["experiments"]["standard"] = {"variant": "standard", "training": {"steps": 20, "log_every": 10,
+                                                                                   "schedule": "cosine"}}
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    main(["generate"])
+    main(["train", "-p", "run=standard", "-p", "training.steps=8", "-p", "training.log_every=4"])
+    log = Path("runs/train/standard-s0/log.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in log[1:]] == ["0", "4", "8"]
+    cells = json.loads(Path("runs/notebooks/train.ipynb").read_text())["cells"]
+    injected = next("".join(c["source"]) for c in cells if "injected-parameters" in c["metadata"].get("tags", []))
+    assert '"steps": 8' in injected and '"batch_size": 16' in injected   # the rest of train.training reached the notebook
+
+    # 4. a failed run leaves no complete-looking results, old or new
+    assert Path("runs/train/standard-s0/metrics.json").exists()
+    assert "unseen-stage train: FileNotFoundError" in _first_line(["train", "-p", "run=standard", "-p", "data_dir=runs/nowhere"])
+    assert not Path("runs/train/standard-s0").exists()
+    assert not list(Path("runs/train").rglob("metrics.json")) and not list(Path("runs/train").rglob("model.safetensors"))
+
+
+# 4. a run by hand never overwrites what dvc.lock tracks
+
+def _lock(stage_outs: dict):
+    Path("dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": {
+        stage: {"cmd": "x", "outs": [{"path": p, "md5": "0" * 32} for p in outs]} for stage, outs in stage_outs.items()}}))
+
+
+def test_a_run_by_hand_does_not_overwrite_dvc_tracked_outputs(repo, monkeypatch):
+    _lock({"train@standard-0": ["runs/train/standard-s0/model.safetensors", "runs/notebooks/train-standard-s0.ipynb"],
+           "generate": ["runs/data", "runs/notebooks/generate.ipynb"]})
+    line = _first_line(["train", "-p", "run=standard", "-p", "seed=0", "--tag", "standard-s0"])
+    assert "is an output of the DVC pipeline (dvc.lock): a run by hand does not overwrite it" in line, line
+    assert "runs/data is an output" in _first_line(["generate", "--tag", "mine"])
+    assert "runs/notebooks/generate.ipynb is an output" in _first_line(["generate", "-p", "out_dir=runs/mine"])
+    assert "runs/train/standard-s0/model.safetensors" in _first_line(["train", "-p", "run=standard", "--tag", "try"])
+    # elsewhere is fine: it gets as far as the notebook, which finds no data
+    assert "no dataset at" in _first_line(["train", "-p", "run=standard", "-p", "out_dir=runs/mine", "--tag", "mine"])
+    monkeypatch.setenv("DVC_STAGE", "train@standard-0")   # DVC's own call writes the tracked outputs
+    assert "no dataset at" in _first_line(["train", "-p", "run=standard", "-p", "seed=0", "--tag", "standard-s0"])
+
+
+# 5. one run at a time per output directory
+
+def test_a_second_run_of_the_same_output_directory_is_refused(repo):
+    with writing("runs/train/standard-s0"):
+        line = _first_line(["train", "-p", "run=standard"])
+    assert line.startswith("unseen-stage train: another run is writing runs/train/standard-s0"), line
+    assert "no dataset at" in _first_line(["train", "-p", "run=standard"])   # the lock went with the first run
+
+
+# 7. types and ranges checked where they are defined; the message names the key and the fix
+
+CASES = [  # stage, -p items, what the one line says
+    ("train", ["seed=abc"], "-p seed='abc' (str): expected an integer"),
+    ("train", ["seed=-1"], "-p seed=-1: must be at least 0"),
+    ("generate", ["train_problems=abc"], "-p train_problems='abc' (str): expected an integer"),
+    ("generate", ["test_problems=2.5"], "-p test_problems=2.5 (float): expected an integer"),
+    ("train", ["training.lr='0.003'"], "train.training.lr='0.003' (str): expected a number; set it in params.yaml without quotes"),
+    ("train", ["training.monitor_problems=0"], "train.training.monitor_problems=0: must be at least 1"),
+    ("train", ["training.warmup=-5"], "train.training.warmup=-5: must be at least 0"),
+    ("train", ["model.dropout=2"], "train.model.dropout=2: must be between 0 and 1"),
+    ("train", ["run=reset", "intervention.reset_every=-1"], "train.intervention.reset_every=-1: must be at least 0"),
+    ("generate", ["problem.n_vars=five"], "problem.n_vars='five' (str): expected a list"),
+    ("results", ["metric=accuracy"], "results.metric='accuracy': expected one of ['answer', 'exact_match']"),
+    ("figures", ["variants=[standard, copyy]"], "figures.variants: 'copyy' is not one of"),
+    ("train", ["training={steps: 30"], "-p 'training={steps: 30': the value is not valid YAML"),
+    ("train", ["training.steps.x=1"], "-p training.steps.x: training.steps is"),
+]
+
+
+@pytest.mark.slow
+def test_bad_values_end_in_one_line_naming_the_key(repo):
+    main(["generate"])
+    for stage, items, message in CASES:
+        argv = [stage] + (["-p", "run=standard"] if stage == "train" else [])
+        line = _first_line(argv + [a for item in items for a in ("-p", item)])
+        assert message in line, (stage, items, line)
+
+
+def test_a_dead_kernel_is_one_line(repo, monkeypatch):
+    import papermill as pm
+    from nbclient.exceptions import DeadKernelError
+    def die(*args, **kwargs): raise DeadKernelError("Kernel died")
+    monkeypatch.setattr(pm, "execute_notebook", die)
+    line = _first_line(["lemma"])
+    assert line.startswith("unseen-stage lemma: the notebook's kernel died (killed, or out of memory)"), line
+
+
+def test_an_empty_matrix_is_named_before_dvc_runs(repo, capsys):
+    from unseen.repro import main as repro_main
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["matrix"]["seeds"] = []
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    with pytest.raises(SystemExit) as e:
+        repro_main(["--no-progress"])
+    assert str(e.value.code) == "unseen-repro: params.yaml matrix.seeds is []: list at least one seed, e.g. seeds: [0]"
+    with pytest.raises(ValueError, match="train.experiments is {}"):
+        check_matrix({"matrix": {"seeds": [0]}, "train": {"experiments": {}}})
+
+
+# 6. a corrupt checkpoint: a warning naming it, then the run starts afresh; save_checkpoint syncs before renaming
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    from unseen.datasets import DataConfig, generate_datasets
+    d = tmp_path_factory.mktemp("data") / "data"
+    generate_datasets(DataConfig(n_train=20, train_problems=600, test_problems=20), 0, d, progress=False)
+    return d
+
+
+SMALL = dict(n_layer=1, d_model=32, n_head=2, d_mlp=64)
+
+
+@pytest.mark.parametrize("damage", ["truncated weights", "bad json", "no optimizer state"])
+def test_a_corrupt_checkpoint_is_named_and_the_run_starts_afresh(data, tmp_path, capsys, damage):
+    import torch
+    from safetensors.torch import load_file
+    from unseen.train import TrainConfig, train
+    torch.set_num_threads(1)
+    cfg = TrainConfig(steps=12, batch_size=8, warmup=2, log_every=6, checkpoint_every=6, monitor_problems=8)
+    train(data, tmp_path / "fresh", model=SMALL, cfg=cfg, progress=False)
+    train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)
+    ckpt = tmp_path / "r/checkpoint"
+    if damage == "truncated weights": (ckpt / "model.safetensors").write_bytes((ckpt / "model.safetensors").read_bytes()[:100])
+    elif damage == "bad json": (ckpt / "state.json").write_text('{"step": 1')
+    else: (ckpt / "optimizer.safetensors").unlink()
+    for f in ("log.csv", "metrics.json", "model.safetensors"): (tmp_path / "r" / f).unlink()
+    capsys.readouterr()
+    train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)
+    out = capsys.readouterr().out
+    assert f"WARNING: checkpoint {ckpt} is unreadable" in out and "starting this run afresh" in out, out
+    a, b = load_file(str(tmp_path / "fresh/model.safetensors")), load_file(str(tmp_path / "r/model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)                 # afresh means what a fresh run gives
+    assert (tmp_path / "fresh/log.csv").read_text() == (tmp_path / "r/log.csv").read_text()
+
+
+def test_save_checkpoint_syncs_its_files_before_the_renames(tmp_path, monkeypatch):
+    import torch
+    import unseen.train as train_module
+    from unseen.model import ModelConfig, Transformer
+    events = []
+    real_fsync, real_rename = os.fsync, Path.rename
+    monkeypatch.setattr(train_module.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1])
+    monkeypatch.setattr(Path, "rename", lambda self, target: (events.append("rename"), real_rename(self, target))[1])
+    net = Transformer(ModelConfig(vocab_size=20, max_len=8, n_layer=1, d_model=8, n_head=2, d_mlp=16))
+    opt = torch.optim.AdamW(net.parameters())
+    train_module.save_checkpoint(tmp_path / "ckpt", net, opt, 1, "f")
+    train_module.save_checkpoint(tmp_path / "ckpt", net, opt, 2, "f")   # the second one renames the first away
+    first = events.index("rename")
+    assert events[:first].count("fsync") >= 4, events             # three files and the directory, then the renames
+    assert train_module.load_checkpoint(tmp_path / "ckpt", net, opt, "f")[0] == 2
+
+
+# 9. Gemma: the terminal shows why no model was analysed; each model's result stands on its own
+
+def test_a_corrupt_model_costs_only_itself(tmp_path, monkeypatch):
+    import unseen.gemma_stats as gs
+    good = gs.ModelResult({"model": "good", "source": "x", "status": "ok", "message": ""}, [{"model": "good", "set": "unused"}])
+    corrupt = tmp_path / "corrupt.gguf"
+    corrupt.write_bytes(b"GGUF" + os.urandom(64))
+    real = gs._analyse_source
+    monkeypatch.setattr(gs, "_analyse_source", lambda source, cfg, progress: good if source.name == "good" else real(source, cfg, progress))
+    models, table, _ = gs.analyse_models([{"name": "broken", "source": str(corrupt)}, {"name": "good", "source": str(tmp_path)}],
+                                         gs.GemmaConfig(), isolate=False)
+    status = dict(zip(models["model"], models["status"]))
+    assert status == {"broken": "failed", "good": "ok"}, status
+    message = models.set_index("model").loc["broken", "message"]
+    assert str(corrupt) in message and "fix or replace the checkpoint" in message, message
+    assert list(table["model"]) == ["good"]
+
+
+@pytest.mark.slow
+def test_no_available_model_says_why_on_the_terminal(repo):
+    line = _first_line(["gemma", "-p", "models=[{name: mine, source: /nowhere/mine.gguf}]", "-p", "isolate=false"])
+    assert "no listed model could be analysed here" in line and "mine: not available here" in line and "/nowhere/mine.gguf" in line, line
