@@ -146,7 +146,7 @@ CASES = [  # stage, -p items, what the one line says
     ("train", ["training.warmup=-5"], "train.training.warmup=-5: must be at least 0"),
     ("train", ["model.dropout=2"], "train.model.dropout=2: must be between 0 and 1"),
     ("train", ["run=reset", "intervention.reset_every=-1"], "train.intervention.reset_every=-1: must be at least 0"),
-    ("generate", ["problem.n_vars=five"], "problem.n_vars='five' (str): expected a list"),
+    ("generate", ["problem.n_vars=five"], "problem.n_vars='five' (str): expected an integer or a list"),
     ("results", ["metric=accuracy"], "results.metric='accuracy': expected one of ['answer', 'exact_match']"),
     ("figures", ["variants=[standard, copyy]"], "figures.variants: 'copyy' is not one of"),
     ("train", ["training={steps: 30"], "-p 'training={steps: 30': the value is not valid YAML"),

@@ -219,7 +219,7 @@ def test_stage_notebook_runs_with_papermill_parameters(tmp_path, tiny_dir):
     metrics = json.loads((out_dir / "metrics.json").read_text())
     assert metrics["model"] == "tiny-from-disk" and metrics["budget_steps"] == 4
     assert "paper steps" in (out_dir / "table.md").read_text()
-    for stem in ("finetune_curves", "finetune_steps"):
+    for stem in ("finetune_curves", "finetune_steps", "finetune_cosine"):
         assert all((figures_dir / f"{stem}.{ext}").stat().st_size > 0 for ext in ("png", "pdf", "csv"))
 
 

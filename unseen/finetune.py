@@ -13,13 +13,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 from .logic import LogicConfig, ProblemBatch, sample_problems
 from .gemma import ADJECTIVES, LETTERS, POOLS, Vocabulary, token_pools
+from .gemma_stats import pairwise_cosines
 from .config import check_fields
 
 # %% auto #0
 __all__ = ['TASK_WORDS', 'KINDS', 'DECOLLAPSE', 'METRICS', 'RECIPES', 'tiny_gemma', 'TaskFormat', 'encode_format', 'Encoded',
            'encode_problems', 'name_index', 'problem_keys', 'tokenizer_vocabulary', 'Pool', 'check_pool', 'make_pool',
            'draw_rows', 'is_tied', 'decollapse', 'TaskRows', 'target_logits', 'score', 'FinetuneConfig', 'Task',
-           'task_token_ids', 'evaluate', 'finetune']
+           'task_token_ids', 'evaluate', 'rows_cosine', 'finetune']
 
 # %% ../nbs/08_finetune.ipynb #608a65d0
 TASK_WORDS = ("Facts", "Rules", "Query", "Derived", "Answer", "none", "True", "False", "->", "sun")
@@ -381,6 +382,13 @@ def evaluate(model, rows, task: Task, pool: Pool, cfg: FinetuneConfig) -> dict:
 def _to(enc: Encoded, device) -> Encoded:
     return Encoded(enc.ids.to(device), enc.mask.to(device), enc.kind.to(device))
 
+# %% ../nbs/08_finetune.ipynb #d9928144
+def rows_cosine(model, rows: TaskRows | None, ids) -> float:
+    "Mean pairwise cosine of the input rows of tokens `ids` as training has them now (the task rows, where the recipe trains those)."
+    ids = torch.as_tensor(np.asarray(ids), dtype=torch.long)
+    W = rows.input_rows[rows.slot[ids.to(rows.slot.device)]] if rows is not None else model.get_input_embeddings().weight[ids]
+    return float(pairwise_cosines(W.detach().float().cpu()).mean())
+
 # %% ../nbs/08_finetune.ipynb #1f7b1e36
 def finetune(model, # a causal LM, weights in cfg.dtype on cfg.device: trained in place
              task: Task, pool: Pool, # the problems and this condition's names
@@ -401,7 +409,8 @@ def finetune(model, # a causal LM, weights in cfg.dtype on cfg.device: trained i
     opt = torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, fused=True)  # fused: 3x faster on CPU
     log, start, reached = [], time.time(), False
     def record(step, train_loss):
-        row = {"step": step, "train_loss": train_loss, **evaluate(model, rows, task, pool, cfg), "seconds": time.time() - start}
+        row = {"step": step, "train_loss": train_loss, **evaluate(model, rows, task, pool, cfg),
+               "pool_cosine": rows_cosine(model, rows, pool.ids), "seconds": time.time() - start}
         log.append(row)
         if progress: progress(step, row)
         return row[cfg.threshold_metric] >= cfg.threshold

@@ -12,6 +12,7 @@ import pandas as pd
 import torch
 import matplotlib.pyplot as plt
 import seaborn as sns
+from .progress import progress_bar
 from .gemma import resolve_source, make_reserved_atomic, token_pools
 from .gemma_stats import set_statistics, markdown_table, save_figure
 from .finetune import (DECOLLAPSE, FinetuneConfig, Pool, Task, decollapse, finetune, is_tied, make_pool,
@@ -20,7 +21,8 @@ from .finetune import (DECOLLAPSE, FinetuneConfig, Pool, Task, decollapse, finet
 # %% auto #0
 __all__ = ['DEFAULT_CACHE', 'PAPER_STEPS', 'WORDS', 'RECIPE_TEXT', 'load_causal_lm', 'Condition', 'parse_conditions', 'Prepared',
            'prepare_conditions', 'pool_similarity', 'run_experiment', 'steps_to_threshold', 'ratio_bound',
-           'threshold_table', 'plot_learning_curves', 'plot_steps', 'write_report']
+           'ratio_interval', 'threshold_table', 'plot_learning_curves', 'plot_steps', 'plot_pool_cosine',
+           'write_report']
 
 # %% ../nbs/08a_finetune_experiment.ipynb #6a529407
 DEFAULT_CACHE = "~/.cache/unseen/finetune"
@@ -126,6 +128,8 @@ def run_experiment(model, tokenizer, task: Task, conditions: list, seeds: list, 
     prepared = prepare_conditions(tokenizer, conditions, task, task.seed)
     base = {k: v.detach().clone() for k, v in model.state_dict().items()}
     logs, runs = [], []
+    # one bar over every run's budget; a run that stops at its threshold takes its unused steps off the total
+    bar = progress_bar(total=len(seeds) * len(prepared) * cfg.steps, desc="finetune", disable=not progress)
     for seed in seeds:
         for p in prepared:
             c, start = p.condition, time.time()
@@ -134,10 +138,12 @@ def run_experiment(model, tokenizer, task: Task, conditions: list, seeds: list, 
                 g = torch.Generator().manual_seed(int(seed) * 1_000_003 + zlib.crc32(c.name.encode()))
                 decollapse(model, p.pool.ids, c.decollapse, p.reference.ids, g)
             before = pool_similarity(model, p.pool.ids, seed=seed)
-            show = (lambda s, r, c=c, seed=seed: print(f"{c.name} s{seed} step {s}: {cfg.threshold_metric} "
-                                                       f"{r[cfg.threshold_metric]:.2f} loss {r['loss']:.2f} ({r['seconds']:.0f}s)",
-                                                       flush=True)) if progress else None
+            def show(step, row, c=c, seed=seed, done=[0]):
+                bar.set_description(f"finetune {c.name} s{seed}", refresh=False)
+                bar.set_postfix_str(f"{cfg.threshold_metric}={row[cfg.threshold_metric]:.2f}, pool cos={row['pool_cosine']:.2f}", refresh=False)
+                bar.update(step - done[0]); done[0] = step
             log = finetune(model, task, p.pool, cfg, seed=seed, progress=show)
+            bar.total -= cfg.steps - int(log["step"].max()); bar.refresh()
             after = pool_similarity(model, p.pool.ids, seed=seed)
             logs.append(log.assign(condition=c.name, seed=seed))
             runs.append({"condition": c.name, "seed": seed, "pool": p.pool.name, "decollapse": c.decollapse or "",
@@ -146,16 +152,20 @@ def run_experiment(model, tokenizer, task: Task, conditions: list, seeds: list, 
                          **{f"after_{k}": v for k, v in after.items()}})
             if keep_weights_dir is not None:
                 model.save_pretrained(Path(keep_weights_dir) / f"{c.name}-s{seed}")
+    bar.close()
     model.load_state_dict(base)
     return pd.concat(logs, ignore_index=True), pd.DataFrame(runs)
 
 # %% ../nbs/08a_finetune_experiment.ipynb #0c024927
 def steps_to_threshold(log: pd.DataFrame, metric: str, threshold: float, budget: int) -> pd.DataFrame:
-    "Per condition and seed: steps (the budget when censored) and whether censored."
+    "Per condition and seed: steps (the budget when censored), whether censored, and the pool's cosine at that step."
     rows = []
     for (c, s), d in log.groupby(["condition", "seed"], sort=False):
         hit = d.loc[d[metric] >= threshold, "step"]
-        rows.append({"condition": c, "seed": s, "steps": int(hit.min()) if len(hit) else budget, "censored": not len(hit)})
+        steps = int(hit.min()) if len(hit) else budget
+        at = d.loc[d["step"] == (steps if len(hit) else d["step"].max())]
+        rows.append({"condition": c, "seed": s, "metric": metric, "steps": steps, "censored": not len(hit),
+                     "pool_cosine_at": float(at["pool_cosine"].iloc[0]) if "pool_cosine" in d else float("nan")})
     return pd.DataFrame(rows)
 
 def ratio_bound(num: pd.DataFrame, den: pd.DataFrame) -> tuple:
@@ -164,6 +174,15 @@ def ratio_bound(num: pd.DataFrame, den: pd.DataFrame) -> tuple:
     kind = {(False, False): "exact", (True, False): "lower bound", (False, True): "upper bound",
             (True, True): "undetermined"}[(bool(num["censored"].any()), bool(den["censored"].any()))]
     return float(value), kind
+
+def ratio_interval(num: pd.DataFrame, den: pd.DataFrame, ci: float = 0.95, n_boot: int = 2000, seed: int = 0) -> tuple:
+    "Bootstrap interval of `ratio_bound`'s value, the runs of each side resampled with replacement; NaNs when a run is censored."
+    if num["censored"].any() or den["censored"].any() or len(num) < 2 or len(den) < 2: return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    a, b = num["steps"].to_numpy(float), den["steps"].to_numpy(float)
+    ratios = rng.choice(a, (n_boot, len(a))).mean(1) / rng.choice(b, (n_boot, len(b))).mean(1)
+    lo, hi = np.quantile(ratios, [(1 - ci) / 2, (1 + ci) / 2])
+    return float(lo), float(hi)
 
 # %% ../nbs/08a_finetune_experiment.ipynb #ef11f1a1
 PAPER_STEPS = {"unused": 5000, "adjectives": 500, "letters": 500}  # Gemma 3 1B, approximate (docs/paper.md §1 claim 8)
@@ -176,6 +195,7 @@ def threshold_table(st: pd.DataFrame, runs: pd.DataFrame, words=WORDS) -> pd.Dat
     rows = []
     for c, d in st.groupby("condition", sort=False):
         value, kind = ratio_bound(d, words_st) if len(words_st) else (float("nan"), "no words condition")
+        lo, hi = ratio_interval(d, words_st) if len(words_st) and c not in words else (float("nan"), float("nan"))
         sim = runs[runs["condition"] == c]
         bound = ">" if d["censored"].any() else ""
         rows.append({"condition": c, "pool": pools.loc[c, "pool"], "decollapse": pools.loc[c, "decollapse"],
@@ -183,8 +203,10 @@ def threshold_table(st: pd.DataFrame, runs: pd.DataFrame, words=WORDS) -> pd.Dat
                      "mean steps": f"{bound}{d['steps'].mean():.1f}", "censored": f"{int(d['censored'].sum())}/{len(d)}",
                      "ratio to words": f"{'≥' if kind == 'lower bound' else '≤' if kind == 'upper bound' else ''}{value:.2f}"
                                        + ("" if kind in ("exact", "lower bound", "upper bound") else f" ({kind})"),
+                     "95% CI (bootstrap)": f"[{lo:.2f}, {hi:.2f}]" if not math.isnan(lo) else "",
                      "pool cosine before [95% CI]": f"{sim['before_mean_pairwise_cosine'].mean():.3f} "
                                                     f"[{sim['before_mean_pairwise_cosine_lo'].min():.3f}, {sim['before_mean_pairwise_cosine_hi'].max():.3f}]",
+                     "pool cosine at threshold": f"{d['pool_cosine_at'].mean():.3f}" + (" (censored: at the budget)" if d["censored"].all() else ""),
                      "pool cosine after": f"{sim['after_mean_pairwise_cosine'].mean():.3f}",
                      "paper steps (Gemma 3 1B)": PAPER_STEPS.get(pools.loc[c, "pool"] if not pools.loc[c, "decollapse"] else "", "")})
     return pd.DataFrame(rows)
@@ -225,35 +247,59 @@ def plot_steps(st: pd.DataFrame, runs: pd.DataFrame, budget: int):
     fig.tight_layout()
     return fig, data.assign(paper_steps=data["condition"].map(PAPER_STEPS))
 
+# %% ../nbs/08a_finetune_experiment.ipynb #1fd501b3
+def plot_pool_cosine(log: pd.DataFrame, st: pd.DataFrame):
+    "The names' mean pairwise cosine over training, one line per run, a dot where it reached the threshold: (figure, data)."
+    data = log[["condition", "seed", "step", "pool_cosine"]]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    sns.lineplot(data=data, x="step", y="pool_cosine", hue="condition", units="seed", estimator=None, lw=1.2, alpha=0.8, ax=ax)
+    palette = dict(zip(data["condition"].unique(), sns.color_palette(n_colors=data["condition"].nunique())))
+    hit = st[~st["censored"]]
+    ax.scatter(hit["steps"], hit["pool_cosine_at"], c=[palette[c] for c in hit["condition"]], s=30, zorder=3,
+               edgecolors="k", linewidths=0.6, label="threshold reached")
+    ax.set(xlabel="step", ylabel="mean pairwise cosine of the names' input rows", ylim=(-0.05, 1.0),
+           title="the names' rows during fine-tuning"); ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig, data
+
 # %% ../nbs/08a_finetune_experiment.ipynb #c39701cb
 RECIPE_TEXT = {
     "rows": "body (attention, MLP, norms) + the task tokens' embedding rows (tied: also their output rows), "
             "output layer only at target positions, pure {dtype} weights, AdamW",
     "full": "every weight (full fine-tuning), output layer only at target positions, {dtype} weights, AdamW"}
 
-def write_report(out_dir, log: pd.DataFrame, runs: pd.DataFrame, st: pd.DataFrame, table: pd.DataFrame,
-                 cfg: FinetuneConfig, info: dict) -> dict:
-    "log.csv, runs.csv, thresholds.csv, table.md and metrics.json under `out_dir`; returns the metrics."
+def write_report(out_dir, log: pd.DataFrame, runs: pd.DataFrame, st: pd.DataFrame, cfg: FinetuneConfig, info: dict) -> dict:
+    "log.csv, runs.csv, thresholds.csv, table.md and metrics.json under `out_dir`, one table per metric of `st`; returns the metrics."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     log.to_csv(out / "log.csv", index=False); runs.to_csv(out / "runs.csv", index=False); st.to_csv(out / "thresholds.csv", index=False)
-    words = st[st["condition"].isin(WORDS)]
-    ratios = {c: ratio_bound(d, words) for c, d in st.groupby("condition", sort=False)} if len(words) else {}
     metrics = {"model": info.get("model"), "wall_seconds": round(info.get("seconds", float("nan")), 1),
-               "budget_steps": cfg.steps, "threshold": f"{cfg.threshold_metric} >= {cfg.threshold}",
-               "mean_steps": {c: float(d["steps"].mean()) for c, d in st.groupby("condition", sort=False)},
-               "censored": {c: int(d["censored"].sum()) for c, d in st.groupby("condition", sort=False)},
-               "ratio_to_words": {c: {"value": round(v, 3), "kind": k} for c, (v, k) in ratios.items()}}
+               "budget_steps": cfg.steps, "threshold": f"{cfg.threshold_metric} >= {cfg.threshold}"}
+    tables = []
+    for metric, sm in st.groupby("metric", sort=False):   # the threshold metric first, then the secondary ones
+        words = sm[sm["condition"].isin(WORDS)]
+        by = dict(list(sm.groupby("condition", sort=False)))
+        ratios = {c: (*ratio_bound(d, words), *ratio_interval(d, words)) for c, d in by.items()} if len(words) else {}
+        metrics[metric] = {"mean_steps": {c: float(d["steps"].mean()) for c, d in by.items()},
+                           "censored": {c: int(d["censored"].sum()) for c, d in by.items()},
+                           "ratio_to_words": {c: {"value": round(v, 3), "kind": k, "ci95": [round(lo, 3), round(hi, 3)]}
+                                              for c, (v, k, lo, hi) in ratios.items()}}
+        tables += [f"## Steps until held-out `{metric}` ≥ {cfg.threshold}"
+                   + (" (the threshold: runs stop there)" if metric == cfg.threshold_metric else " (secondary)"), "",
+                   markdown_table(threshold_table(sm, runs)), ""]
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
     md = [f"# Fine-tuning {info.get('model')} with reserved vs ordinary variable names", "",
-          f"Steps until held-out `{cfg.threshold_metric}` ≥ {cfg.threshold} (teacher-forced on {info.get('eval_problems')} "
+          f"Steps until a held-out metric reaches {cfg.threshold} (teacher-forced on {info.get('eval_problems')} "
           f"held-out problems, evaluated every {cfg.eval_every} steps), budget {cfg.steps} steps of {cfg.batch_size} problems, "
-          f"seeds {sorted(set(runs['seed']))}. `>N`: not reached within the budget (censored), so means and ratios "
-          "that use it are bounds. Paper: Gemma 3 1B, about 5000 steps (unused) vs 500 (adjectives, letters), "
-          "threshold and batch not known.", "", markdown_table(table), "",
+          f"seeds {sorted(set(runs['seed']))}. `exact`: the whole target (every derived variable, the list's end and the "
+          "True/False answer); `derived_exact`: the derived variables and the list's end. `>N`: not reached within the "
+          "budget (censored), so means and ratios that use it are bounds. The interval: 95% bootstrap over the runs of "
+          "each side. Paper: Gemma 3 1B, about 5000 steps (unused) vs 500 (adjectives, letters), threshold and batch not known.",
+          "", *tables,
           f"Recipe: {RECIPE_TEXT[cfg.recipe].format(dtype=cfg.dtype)}; lr {cfg.lr} (warm-up {cfg.warmup}, then constant), "
           f"betas {list(cfg.betas)}, weight decay {cfg.weight_decay}, grad clip {cfg.grad_clip}, {cfg.threads} thread(s) on {cfg.device}.",
           f"Wall time: {info.get('seconds', float('nan')):.0f} s for {len(runs)} runs (load {info.get('load_seconds', float('nan')):.0f} s).",
-          "Pool cosine: mean pairwise cosine of the names' raw input-embedding rows (`unseen.gemma_stats.set_statistics`, "
-          "as in the `gemma` stage), before training (after the re-draw for de-collapsed conditions) and after."]
+          "Pool cosine: mean pairwise cosine of the names' input-embedding rows (`unseen.gemma_stats.set_statistics`, "
+          "as in the `gemma` stage), before training (after the re-draw for de-collapsed conditions), at the threshold "
+          "(the trained rows, `figures/finetune_cosine.png`) and after."]
     (out / "table.md").write_text("\n".join(md) + "\n")
     return metrics
