@@ -158,14 +158,15 @@ def run_experiment(model, tokenizer, task: Task, conditions: list, seeds: list, 
 
 # %% ../nbs/08a_finetune_experiment.ipynb #0c024927
 def steps_to_threshold(log: pd.DataFrame, metric: str, threshold: float, budget: int) -> pd.DataFrame:
-    "Per condition and seed: steps (the budget when censored), whether censored, and the pool's cosine at that step."
+    "Per condition and seed: steps (censored: the run's last step, at most `budget`), whether censored, the pool's cosine and the answer there."
     rows = []
     for (c, s), d in log.groupby(["condition", "seed"], sort=False):
         hit = d.loc[d[metric] >= threshold, "step"]
-        steps = int(hit.min()) if len(hit) else budget
-        at = d.loc[d["step"] == (steps if len(hit) else d["step"].max())]
+        steps = int(hit.min()) if len(hit) else min(int(d["step"].max()), budget)   # a run may stop before its budget
+        at = d.loc[d["step"] == steps].iloc[0]
         rows.append({"condition": c, "seed": s, "metric": metric, "steps": steps, "censored": not len(hit),
-                     "pool_cosine_at": float(at["pool_cosine"].iloc[0]) if "pool_cosine" in d else float("nan")})
+                     "pool_cosine_at": float(at["pool_cosine"]) if "pool_cosine" in d else float("nan"),
+                     "answer_acc_at": float(at["answer_acc"]) if "answer_acc" in d else float("nan")})
     return pd.DataFrame(rows)
 
 def ratio_bound(num: pd.DataFrame, den: pd.DataFrame) -> tuple:
@@ -206,7 +207,8 @@ def threshold_table(st: pd.DataFrame, runs: pd.DataFrame, words=WORDS) -> pd.Dat
                      "95% CI (bootstrap)": f"[{lo:.2f}, {hi:.2f}]" if not math.isnan(lo) else "",
                      "pool cosine before [95% CI]": f"{sim['before_mean_pairwise_cosine'].mean():.3f} "
                                                     f"[{sim['before_mean_pairwise_cosine_lo'].min():.3f}, {sim['before_mean_pairwise_cosine_hi'].max():.3f}]",
-                     "pool cosine at threshold": f"{d['pool_cosine_at'].mean():.3f}" + (" (censored: at the budget)" if d["censored"].all() else ""),
+                     "pool cosine at threshold": f"{d['pool_cosine_at'].mean():.3f}" + (" (censored: at the last step)" if d["censored"].all() else ""),
+                     "answer at threshold": f"{d['answer_acc_at'].mean():.2f}",
                      "pool cosine after": f"{sim['after_mean_pairwise_cosine'].mean():.3f}",
                      "paper steps (Gemma 3 1B)": PAPER_STEPS.get(pools.loc[c, "pool"] if not pools.loc[c, "decollapse"] else "", "")})
     return pd.DataFrame(rows)
@@ -291,8 +293,8 @@ def write_report(out_dir, log: pd.DataFrame, runs: pd.DataFrame, st: pd.DataFram
           f"Steps until a held-out metric reaches {cfg.threshold} (teacher-forced on {info.get('eval_problems')} "
           f"held-out problems, evaluated every {cfg.eval_every} steps), budget {cfg.steps} steps of {cfg.batch_size} problems, "
           f"seeds {sorted(set(runs['seed']))}. `exact`: the whole target (every derived variable, the list's end and the "
-          "True/False answer); `derived_exact`: the derived variables and the list's end. `>N`: not reached within the "
-          "budget (censored), so means and ratios that use it are bounds. The interval: 95% bootstrap over the runs of "
+          "True/False answer); `derived_exact`: the derived variables and the list's end. `>N`: not reached by step N (the "
+          "budget, or the step the run stopped at its threshold): censored, so means and ratios that use it are bounds. The interval: 95% bootstrap over the runs of "
           "each side. Paper: Gemma 3 1B, about 5000 steps (unused) vs 500 (adjectives, letters), threshold and batch not known.",
           "", *tables,
           f"Recipe: {RECIPE_TEXT[cfg.recipe].format(dtype=cfg.dtype)}; lr {cfg.lr} (warm-up {cfg.warmup}, then constant), "
