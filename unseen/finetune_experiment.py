@@ -139,7 +139,7 @@ def run_experiment(model, tokenizer, task: Task, conditions: list, seeds: list, 
                 decollapse(model, p.pool.ids, c.decollapse, p.reference.ids, g)
             before = pool_similarity(model, p.pool.ids, seed=seed)
             def show(step, row, c=c, seed=seed, done=[0]):
-                bar.set_description(f"finetune {c.name} s{seed}", refresh=False)
+                bar.set_description_str(f"finetune {c.name} s{seed}", refresh=False)
                 bar.set_postfix_str(f"{cfg.threshold_metric}={row[cfg.threshold_metric]:.2f}, pool cos={row['pool_cosine']:.2f}", refresh=False)
                 bar.update(step - done[0]); done[0] = step
             log = finetune(model, task, p.pool, cfg, seed=seed, progress=show)
