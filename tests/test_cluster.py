@@ -12,9 +12,12 @@ import psutil  # a dependency of distributed
 
 from pipeline_helpers import BIN, _copy_working_tree, _smoke_params
 
-# the smoke profile with three experiments instead of every kind (tests/test_pipeline.py runs those): every stage
-# still runs, and the figures stage says which of its runs are absent; about 4 minutes on two busy cores
-EXPERIMENTS = {v: {"variant": v} for v in ("standard", "copy", "freeze")}
+# the smoke profile with four experiments instead of every kind (tests/test_pipeline.py runs those): every stage
+# still runs, the figures stage on these runs alone; about 4 minutes on two busy cores
+EXPERIMENTS = {**{v: {"variant": v} for v in ("standard", "copy", "freeze")},
+               "standard-untied": {"variant": "standard", "model": {"tied": False}}}
+FIGURES = {"variants": ["standard", "copy", "freeze"], "untied": "standard-untied", "no_decay": "standard",
+           "forgetting": {}, "sweep": [], "baseline": "standard"}
 
 LIMIT = 20 * 60  # seconds: the whole smoke pipeline, beside whatever else this machine runs
 ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "HF_HUB_OFFLINE": "1", "DVC_NO_ANALYTICS": "1"}
@@ -78,7 +81,7 @@ def test_the_smoke_pipeline_on_a_local_cluster_survives_a_killed_worker(tmp_path
     root, tmp = tmp_path / "repo", tmp_path / "cluster"
     root.mkdir(); tmp.mkdir()
     _copy_working_tree(root)
-    _smoke_params(root, extra={"train": {"experiments": EXPERIMENTS}})
+    _smoke_params(root, extra={"train": {"experiments": EXPERIMENTS}, "figures": FIGURES})
     scheduler_file = tmp / "scheduler.json"
     started = [_start([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                        "--scheduler-file", str(scheduler_file)], tmp / "scheduler.log", tmp)]
