@@ -151,7 +151,9 @@ def check_by_hand(name: str, parameters: dict, defaults: dict, notebook_out: str
         if _under(out, [defaults[k] for k in changed]): return False
         return not (any(not defaults[k] for k in changed) and not _under(out, kept))   # "" default: the stage's own layout
     tracked = tracked_outputs(root)
-    for out in [notebook_out] + [o for o in stage_outputs(name, parameters, root) if written(o)]:
+    # the executed notebook is `notebook_out` (its name carries --tag), not the one dvc.yaml lists for the pipeline call
+    outs = [o for o in stage_outputs(name, parameters, root) if written(o) and not _under(o, ["runs/notebooks"])]
+    for out in [notebook_out] + outs:
         if _under(out, tracked) or any(_under(t, [out]) for t in tracked):
             raise ValueError(f"{out} is an output of the DVC pipeline (dvc.lock): a run by hand does not overwrite it; "
                              f"run `dvc repro {name}`, or write elsewhere with -p out_dir=DIR --tag NAME")
@@ -168,22 +170,24 @@ def output_dir(name: str, parameters: dict, defaults: dict, root=".") -> Path | 
 
 @contextlib.contextmanager
 def writing(out_dir, root="."):
-    "Lock `out_dir` and yield the partial directory to write instead (relative to `root`); on success it becomes `out_dir`."
+    "Lock `out_dir` and yield the partial directory to write instead (relative to `root` when `out_dir` is); on success it becomes `out_dir`."
     root, out_dir = Path(root), Path(out_dir)
-    final, partial = root / out_dir, root / "runs" / ".partial" / out_dir
+    final, inside = root / out_dir, not out_dir.is_absolute() and ".." not in out_dir.parts
+    # outside the checkout the partial directory sits beside `out_dir`, on its file system, so the rename stays atomic
+    partial = root / "runs" / ".partial" / out_dir if inside else final.with_name(f".{final.name}.partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
     ignore = root / "runs" / ".partial" / ".gitignore"
-    if not ignore.exists(): ignore.write_text("*\n")
+    if inside and not ignore.exists(): ignore.write_text("*\n")
     lock = partial.with_name(partial.name + ".lock")
     fd = os.open(lock, os.O_CREAT | os.O_RDWR)
     try:
         try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise RuntimeError(f"another run is writing {out_dir} (it holds {lock.relative_to(root)}): wait for it to end, "
+            raise RuntimeError(f"another run is writing {out_dir} (it holds {lock.relative_to(root) if inside else lock}): wait for it to end, "
                                "or write elsewhere with -p out_dir=DIR") from None
         shutil.rmtree(partial, ignore_errors=True)
         if final.exists(): shutil.rmtree(final)        # old results never stand beside a new, failed run
-        yield partial.relative_to(root)
+        yield partial.relative_to(root) if inside else partial
         final.parent.mkdir(parents=True, exist_ok=True)
         partial.mkdir(parents=True, exist_ok=True)     # a stage that wrote nothing there still leaves its directory
         partial.rename(final)
