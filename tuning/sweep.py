@@ -16,7 +16,8 @@ import torch
 
 from unseen.datasets import DataConfig, generate_datasets, load_sequences
 from unseen.evaluate import evaluate, evaluate_scenarios
-from unseen.train import TrainConfig, load_model, train
+from unseen.experiments import resolve_experiment
+from unseen.train import load_model, train
 
 # the base of every spec, so a spec names only what it changes: params.yaml's model with heads of d_model / n_head
 # (params.yaml itself sets head_dim 32: a spec says `"model": {"head_dim": 32}`), and its optimiser
@@ -46,10 +47,14 @@ def main():
     spec, out = args.spec, Path(args.out)
     torch.set_num_threads(1)
     data = dataset(out, spec)
-    cfg = TrainConfig(**{**PIPELINE_TRAINING, **spec.get("training", {})})
+    # the spec's experiment keys over the tuning base, resolved as the train stage resolves an experiment
+    entry = {"variant": spec.get("variant", "standard"), **{k: spec[k] for k in ("model", "training") if k in spec},
+             "intervention": spec.get("interventions", {})}
+    exp = resolve_experiment(args.name, {args.name: entry}, n_train=spec.get("n_train", 1000), model=PIPELINE_MODEL,
+                             training=PIPELINE_TRAINING)
     start = time.time()
-    metrics = train(data, out / args.name, intervention=spec.get("variant", "standard"), seed=spec.get("seed", 0),
-                    model={**PIPELINE_MODEL, **spec.get("model", {})}, interventions=spec.get("interventions", {}), cfg=cfg, progress=False)
+    metrics = train(data, out / args.name, intervention=exp.variant, seed=spec.get("seed", 0), model=exp.model,
+                    interventions=exp.intervention, cfg=exp.training, progress=False)
     model = load_model(out / args.name / "model.safetensors")
     valid = evaluate(model, load_sequences(data / "valid.safetensors"))
     result = {"name": args.name, "minutes": round((time.time() - start) / 60, 1), "steps": metrics["step"],

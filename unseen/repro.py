@@ -11,9 +11,9 @@ from pathlib import Path
 from .progress import PROGRESS_ENV, read_progress
 
 # %% auto #0
-__all__ = ['DVC', 'LOCK_ERRORS', 'NOTES', 'RESULTS', 'upstream', 'downstream', 'stage_name', 'is_target', 'pipeline_dag',
-           'dvc_env', 'dvc_status', 'repro_plan', 'StageRun', 'run_dag', 'log_path', 'repro_stage', 'progress_path',
-           'stage_env', 'report_progress', 'repro', 'working_copy', 'repro_profile', 'main']
+__all__ = ['DVC', 'FIRST', 'LOCK_ERRORS', 'NOTES', 'RESULTS', 'upstream', 'downstream', 'stage_name', 'is_target', 'pipeline_dag',
+           'dvc_env', 'dvc_status', 'depth', 'repro_plan', 'StageRun', 'run_dag', 'log_path', 'repro_stage',
+           'progress_path', 'stage_env', 'report_progress', 'repro', 'working_copy', 'repro_profile', 'main']
 
 # %% ../nbs/11_repro.ipynb #a313f5b6
 def upstream(dag: dict, names) -> set:
@@ -70,10 +70,18 @@ def dvc_status(root=".") -> dict:
     if r.returncode: raise RuntimeError(f"dvc status failed ({r.returncode}):\n{r.stdout}{r.stderr}")
     return json.loads(r.stdout or "{}")
 
-def repro_plan(dag: dict, stale) -> dict:
-    "The stages to run, `stale` ones and all downstream of them, each with its upstream stages that also run."
+FIRST = ("finetune",)   # the longest stage, which needs no other: started first, so it runs beside the training
+
+def depth(dag: dict, name: str) -> int:
+    "How many stages lie above `name` on its longest upstream chain (0: it needs none)."
+    return max((1 + depth(dag, u) for u in dag[name]), default=0)
+
+def repro_plan(dag: dict, stale, first=FIRST) -> dict:
+    "The stages to run, `stale` ones and all downstream of them, each with its upstream stages that also run, in the order to prefer."
     run = downstream(dag, stale)
-    return {n: [u for u in ups if u in run] for n, ups in dag.items() if n in run}
+    # `first`, then the deeper stages: a run is evaluated as soon as it is trained, so a stopped pipeline keeps whole results
+    order = sorted((n for n in dag if n in run), key=lambda n: (not any(is_target(n, f) for f in first), -depth(dag, n)))
+    return {n: [u for u in dag[n] if u in run] for n in order}
 
 # %% ../nbs/11_repro.ipynb #4ccd1d1f
 @dataclass
