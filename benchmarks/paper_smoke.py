@@ -5,13 +5,14 @@ the paper-scale estimate needs (docs/paper-scale.md): several training runs shar
     python benchmarks/paper_smoke.py --share 1 2 4 [--share-steps 100]     # K runs of the paper model on one GPU at once
     python benchmarks/paper_smoke.py --finetune 1b [--finetune-steps 30]    # full fine-tuning of a Gemma 3 shape (random weights)
 
-Smoke: executes the code cells of nbs/stages/{generate,train,evaluate}.ipynb in this process (plain `exec`,
-the stage's parameters from `--params` set after its `parameters` cell, as papermill would: GPU
-machines often have PyTorch but no Jupyter), with the parameters file as it is except: only the main
-training vocabulary, enough training problems for `--steps`, and `--steps` training steps (warm-up
-scaled with them). Prints each stage's wall time, training steps/s and tokens/s, peak GPU memory,
-each run's greedy exact match per scenario, and the time the whole `train` matrix of the parameters
-file would take at this speed. Outputs go to `--out`, checkpoints to runs/checkpoints/smoke-*.
+Smoke: the library calls of the generate, train and evaluate stages, in this process (GPU machines often
+have PyTorch but no Jupyter): the datasets of `generate` (`DataConfig.from_dict`), each experiment resolved
+as the train stage resolves it (`unseen.experiments`), then greedy decoding of the three scenarios. The
+parameters file is used as it is except: only the main training vocabulary, enough training problems for
+`--steps`, and `--steps` training steps (warm-up and decay scaled with them). Prints each stage's wall
+time, training steps/s and tokens/s, peak GPU memory, each run's greedy exact match per scenario, and the
+time the whole `train` matrix of the parameters file would take at this speed. Outputs go to `--out`,
+checkpoints to runs/checkpoints/smoke-*.
 
 Share: K processes at once train the model of `--params` (train.model, vocabulary of base.n_train) on random
 batches as long as the task's padded batches (sampled from generate.problem), with the training step of the
@@ -23,38 +24,34 @@ vocabulary of 262,144 rows, with the lessons' tiny tokenizer: the time per step 
 and no checkpoint is needed) fine-tuned with every weight trained (recipe full, float32) as params-paper.yaml's
 finetune section does; prints seconds per step and peak memory.
 """
-import argparse, ast, json, os, subprocess, sys, time
+import argparse, json, os, subprocess, sys, time
 from pathlib import Path
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 import torch
 
-from unseen.datasets import load_sequences
-from unseen.pipeline import load_params, stage_parameters
+from unseen.datasets import DataConfig, generate_datasets, load_sequences
+from unseen.evaluate import evaluate_scenarios
+from unseen.experiments import resolve_experiment, train_experiment
+from unseen.pipeline import load_params
+from unseen.train import load_model
 
 
-def declared(notebook: Path) -> tuple[dict, set]:
-    "The notebook and the names its `parameters` cell assigns (papermill's rule, read with `ast`)."
-    # not unseen.pipeline.declared_parameters: that one asks papermill, which GPU machines often lack
-    nb = json.loads(notebook.read_text())
-    cell = next((c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])), None)
-    if cell is None: raise ValueError(f"{notebook} has no cell tagged 'parameters'")
-    tree = ast.parse("".join(cell["source"]))
-    return nb, {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
-
-
-def exec_stage(name: str, params: dict, overrides: dict) -> tuple[dict, float]:
-    "Run stage `name`'s notebook in-process with its parameters; its namespace and wall time."
-    notebook = Path("nbs/stages") / f"{name}.ipynb"
-    nb, names = declared(notebook)
-    parameters = stage_parameters(name, params, names, overrides)
-    ns = {"__name__": f"stage_{name}"}
+def generate(params: dict, data_dir: Path, train_problems: int) -> float:
+    "The datasets of the main vocabulary, as the generate stage makes them, with `train_problems` training problems; seconds."
+    base, section = params["base"], {k: v for k, v in params["generate"].items() if k != "n_train_sweep"}
+    cfg = DataConfig.from_dict({**section, "n_train": base["n_train"], "train_problems": train_problems})
     t = time.perf_counter()
-    for i, cell in enumerate(c for c in nb["cells"] if c["cell_type"] == "code"):
-        exec(compile("".join(cell["source"]), f"{notebook}#cell{i}", "exec"), ns)
-        if "parameters" in cell.get("metadata", {}).get("tags", []): ns.update(parameters)   # papermill's injected cell
+    generate_datasets(cfg, base["seed"], data_dir / f"n{base['n_train']}", progress=False)
+    return time.perf_counter() - t
+
+
+def timed(f, *args, **kwargs):
+    "f's result and its wall time, the device's queued work included."
+    t = time.perf_counter()
+    result = f(*args, **kwargs)
     if torch.cuda.is_available(): torch.cuda.synchronize()
-    return ns, time.perf_counter() - t
+    return result, time.perf_counter() - t
 
 
 def padded_length(params: dict, batch: int, samples: int = 20) -> int:
@@ -183,30 +180,29 @@ def main():
     params, out = load_params(args.params), Path(args.out)
     train_p = params["train"]["training"]
     steps, batch = args.steps, train_p["batch_size"]
-    gen = {"n_train_sweep": [], "train_problems": steps * batch + 1000, "out_dir": str(out / "data")}
-    _, t_gen = exec_stage("generate", params, gen)
-    print(f"generate: {gen['train_problems']:,} training problems + {params['generate']['test_problems']:,} per scenario "
+    t_gen = generate(params, out / "data", steps * batch + 1000)
+    print(f"generate: {steps * batch + 1000:,} training problems + {params['generate']['test_problems']:,} per scenario "
           f"in {t_gen:.1f} s", flush=True)
-    rows = []
+    rows, section = [], params["train"]
     for run in args.runs:
-        spec = params["train"]["experiments"][run]
+        spec = section["experiments"][run]
         training = {**train_p, **spec.get("training", {}), "steps": steps,
                     "warmup": max(1, train_p["warmup"] * steps // train_p["steps"]), "log_every": max(1, steps // 4),
                     "checkpoint_every": 0}
         if "decay_steps" in training:     # the trigger schedule's decay, scaled as the warm-up is
             training["decay_steps"] = max(1, min(training["decay_steps"] * steps // train_p["steps"], steps - training["warmup"] - 1))
-        spec = {**spec, "training": training}
+        exp = resolve_experiment(run, {run: {**spec, "training": training}}, params["base"]["n_train"], section["model"],
+                                 section.get("intervention"), section["training"], params["base"]["device"], params["base"]["dtype"])
         if torch.cuda.is_available(): torch.cuda.reset_peak_memory_stats()
-        ns, t_train = exec_stage("train", params, {"run": run, "experiments": {run: spec}, "seed": 0,
-                                                   "data_dir": str(out / "data"), "out_dir": str(out / f"smoke-{run}-s0")})
+        metrics, t_train = timed(train_experiment, exp, 0, out / "data", out / f"smoke-{run}-s0", progress=False)
         mem = torch.cuda.max_memory_allocated() / 2 ** 30 if torch.cuda.is_available() else float("nan")
-        ev, t_eval = exec_stage("evaluate", params, {"run": run, "seed": 0, "train_dir": str(out / f"smoke-{run}-s0"),
-                                                     "out_dir": str(out / f"eval-{run}-s0")})
-        m = ev["metrics"]
-        rows.append({"run": run, "parameters": ns["metrics"]["parameters"], "steps": steps, "train_s": t_train,
+        model = load_model(out / f"smoke-{run}-s0" / "model.safetensors", params["base"]["device"])
+        decoded, t_eval = timed(evaluate_scenarios, model, metrics["data_dir"], batch_size=params["evaluate"]["batch_size"],
+                                device=params["base"]["device"])
+        rows.append({"run": run, "parameters": metrics["parameters"], "steps": steps, "train_s": t_train,
                      "step_ms": 1000 * t_train / steps, "peak_GiB": mem, "eval_s": t_eval,
-                     **{f"{s}_exact": m[f"{s}_exact_match"] for s in ("s1", "s2", "s3")},
-                     **{k: ns["metrics"][k] for k in ("cos_unseen_unembed", "cos_seen_unembed") if k in ns["metrics"]}})
+                     **{f"{s}_exact": decoded[s]["exact_match"] for s in ("s1", "s2", "s3")},
+                     **{k: metrics[k] for k in ("cos_unseen_unembed", "cos_seen_unembed") if k in metrics}})
         print(json.dumps(rows[-1]), flush=True)
         (out / "smoke.json").write_text(json.dumps(rows, indent=1))   # after each run: a time limit keeps the finished ones
     # the whole train matrix at the measured speed (step time of the first run, which includes its monitoring)

@@ -1,11 +1,10 @@
-"""The GPU check's paper-scale smoke (benchmarks/paper_smoke.py) runs the stage notebooks without Jupyter: here on the CPU at smoke size."""
-import json, os, shutil, subprocess, sys
+"""The GPU check's paper-scale smoke (benchmarks/paper_smoke.py) runs the stages' library calls without Jupyter: here on the CPU at smoke size."""
+import json, os, subprocess, sys
 
 from pipeline_helpers import ROOT, _smoke_params
 
 
-def test_paper_smoke_runs_the_stage_notebooks_with_the_paper_parameters(tmp_path):
-    shutil.copytree(ROOT / "nbs" / "stages", tmp_path / "nbs" / "stages")
+def test_paper_smoke_runs_the_stages_library_calls_with_the_paper_parameters(tmp_path):
     # paper-scale keys, smoke-scale sizes, on the CPU
     _smoke_params(tmp_path, source=ROOT / "params-paper.yaml", extra={"base": {"device": "cpu", "dtype": "float32"}})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
