@@ -11,11 +11,12 @@ import pandas as pd
 import torch
 import matplotlib.pyplot as plt
 from .config import check_fields
+from .geometry import mean_pairwise_cosine
 
 # %% auto #0
 __all__ = ['DTYPE', 'TOLERANCE', 'OPTIMIZERS', 'LemmaConfig', 'make_features', 'init_unembedding', 'probabilities',
-           'cross_entropy_gradient', 'gd_step', 'lemma_bound', 'absolute_bound', 'pair_differences',
-           'mean_pairwise_cosine', 'run_lemma', 'bound_gap', 'summarise', 'lemma_table', 'contraction_figure']
+           'cross_entropy_gradient', 'gd_step', 'lemma_bound', 'absolute_bound', 'pair_differences', 'run_lemma',
+           'bound_gap', 'summarise', 'lemma_table', 'contraction_figure']
 
 # %% ../nbs/06_lemma.ipynb #e02fd1a5
 DTYPE = torch.float64        # the bound is checked to TOLERANCE, far above float64 rounding
@@ -97,12 +98,6 @@ def pair_differences(W: torch.Tensor) -> torch.Tensor:
     "(m(m-1)/2, d) the differences u_i - u_j of every pair i < j of rows of W (m, d)."
     i, j = torch.triu_indices(len(W), len(W), offset=1)
     return W[i] - W[j]
-
-def mean_pairwise_cosine(W: torch.Tensor) -> float:
-    "Mean cosine over the distinct pairs of rows of W."
-    unit = W / W.norm(dim=1, keepdim=True).clamp_min(1e-300)
-    i, j = torch.triu_indices(len(W), len(W), offset=1)
-    return float((unit[i] * unit[j]).sum(1).mean())
 
 # %% ../nbs/06_lemma.ipynb #4731f58b
 def _state(U: torch.Tensor, h: torch.Tensor, y: torch.Tensor, K: int) -> dict:
