@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import torch
 
+from unseen.geometry import mean_pairwise_cosine
 from unseen.lemma import (TOLERANCE, LemmaConfig, absolute_bound, cross_entropy_gradient, gd_step, init_unembedding,
-                          lemma_bound, make_features, mean_pairwise_cosine, probabilities, run_lemma, summarise)
+                          lemma_bound, make_features, probabilities, run_lemma, summarise)
 
 torch.set_num_threads(1)
 

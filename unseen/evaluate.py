@@ -12,11 +12,13 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from .tokens import Vocab, Sequences, PAD, EOS, COMMA, DOT, QMARK, EQUALS, TRUE, FALSE, COT_FORMATS, SCENARIOS
 from .datasets import load_sequences, load_metadata
+from .interventions import redraw_rows, variant as variant_recipe
 
 # %% auto #0
 __all__ = ['KINDS', 'STRUCTURE_KIND', 'COPY_SEEN', 'COPY_UNSEEN', 'NEXT_RULE_SEEN', 'NEXT_RULE_UNSEEN', 'ANSWER', 'PROMPT',
            'length_groups', 'greedy_decode', 'OracleModel', 'target_matrix', 'score', 'evaluate', 'token_kinds',
-           'show_kinds', 'teacher_forced', 'diagnose', 'load_scenarios', 'evaluate_scenarios', 'diagnose_scenarios']
+           'show_kinds', 'teacher_forced', 'diagnose', 'load_scenarios', 'evaluate_scenarios', 'diagnose_scenarios',
+           'evaluate_redrawn', 'evaluate_run', 'headline_metrics', 'kinds_table', 'kinds_figure']
 
 # %% ../nbs/05_evaluate.ipynb #2178f3f4
 def length_groups(lengths: np.ndarray, batch_size: int = 256) -> list:
@@ -253,3 +255,40 @@ def diagnose_scenarios(model: nn.Module, data_dir, batch_size: int = 256, device
     sets, vocab, cot_format = load_scenarios(data_dir, scenarios)
     _check_vocab(model, vocab)
     return {s: diagnose(model, seqs, vocab, cot_format, batch_size, device, progress) for s, seqs in sets.items()}
+
+# %% ../nbs/05_evaluate.ipynb #66f8e213
+def evaluate_redrawn(model: nn.Module, data_dir, seed: int = 0, batch_size: int = 256, device=None) -> dict:
+    "`evaluate_scenarios` on s2 and s3 of a copy of `model` whose unseen rows are drawn afresh from `seed`: `{s2_redrawn, s3_redrawn}`."
+    fresh = redraw_rows(model, load_scenarios(data_dir)[1].unseen_ids, torch.Generator().manual_seed(seed))
+    scenarios = evaluate_scenarios(fresh, data_dir, batch_size=batch_size, device=device, scenarios=("s2", "s3"))
+    return {f"{s}_redrawn": r for s, r in scenarios.items()}
+
+def evaluate_run(model: nn.Module, data_dir, variant: str, seed: int = 0, batch_size: int = 256, device=None) -> tuple:
+    "`(valid, decoded, diagnosis)` of a model trained as `variant`: `decoded` holds each scenario, and `evaluate_redrawn` for a variant with resets."
+    decoded = evaluate_scenarios(model, data_dir, batch_size=batch_size, device=device)
+    diagnosis = diagnose_scenarios(model, data_dir, batch_size=batch_size, device=device)
+    valid = evaluate(model, load_sequences(Path(data_dir) / "valid.safetensors"), batch_size=batch_size, device=device)
+    if variant_recipe(variant)[1].reset_every: decoded.update(evaluate_redrawn(model, data_dir, seed, batch_size, device))
+    return valid, decoded, diagnosis
+
+# %% ../nbs/05_evaluate.ipynb #10d9a875
+def headline_metrics(valid: dict, decoded: dict, diagnosis: dict) -> dict:
+    "Exact match and answer of the validation split and each decoded set; teacher-forced accuracy of the unseen kinds where there are such tokens."
+    return {**{f"{s}_{k}": r[k] for s, r in {"valid": valid, **decoded}.items() for k in ("exact_match", "answer")},
+            **{f"{s}_tf_{k}": diagnosis[s]["accuracy"][k] for s in diagnosis for k in ("copy_unseen", "next_rule_unseen")
+               if diagnosis[s]["accuracy"][k] is not None}}
+
+# %% ../nbs/05_evaluate.ipynb #03cc0c41
+def kinds_table(diagnosis: dict):
+    "A pandas table of the teacher-forced accuracy by scenario and kind of target token (kinds without tokens left out)."
+    import pandas as pd
+    return pd.DataFrame([{"scenario": s, "kind": k, "accuracy": a} for s, d in diagnosis.items()
+                         for k, a in d["accuracy"].items() if a is not None])
+
+def kinds_figure(kinds, name: str):
+    "Bars of `kinds_table`'s accuracy by kind, one colour per scenario, titled with the run's `name`."
+    import matplotlib.pyplot as plt, seaborn as sns
+    fig, ax = plt.subplots(figsize=(9, 3.2), constrained_layout=True)
+    sns.barplot(kinds, x="kind", y="accuracy", hue="scenario", ax=ax)
+    ax.set_ylim(0, 1.02); ax.set_title(f"{name}: teacher-forced accuracy by kind of target token"); ax.tick_params(axis="x", rotation=20)
+    return fig

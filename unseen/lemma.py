@@ -4,18 +4,21 @@
 
 # %% ../nbs/06_lemma.ipynb #a80c260e
 from __future__ import annotations
-import math
+import json, math
 from dataclasses import dataclass, asdict
+from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
 import matplotlib.pyplot as plt
 from .config import check_fields
+from .geometry import mean_pairwise_cosine
 
 # %% auto #0
 __all__ = ['DTYPE', 'TOLERANCE', 'OPTIMIZERS', 'LemmaConfig', 'make_features', 'init_unembedding', 'probabilities',
-           'cross_entropy_gradient', 'gd_step', 'lemma_bound', 'absolute_bound', 'pair_differences',
-           'mean_pairwise_cosine', 'run_lemma', 'bound_gap', 'summarise', 'lemma_table', 'contraction_figure']
+           'cross_entropy_gradient', 'gd_step', 'lemma_bound', 'absolute_bound', 'pair_differences', 'run_lemma',
+           'bound_gap', 'summarise', 'lemma_table', 'contraction_figure', 'lemma_configs', 'assert_theorem',
+           'lemma_metrics', 'save_metrics', 'save_contraction_figure']
 
 # %% ../nbs/06_lemma.ipynb #e02fd1a5
 DTYPE = torch.float64        # the bound is checked to TOLERANCE, far above float64 rounding
@@ -97,12 +100,6 @@ def pair_differences(W: torch.Tensor) -> torch.Tensor:
     "(m(m-1)/2, d) the differences u_i - u_j of every pair i < j of rows of W (m, d)."
     i, j = torch.triu_indices(len(W), len(W), offset=1)
     return W[i] - W[j]
-
-def mean_pairwise_cosine(W: torch.Tensor) -> float:
-    "Mean cosine over the distinct pairs of rows of W."
-    unit = W / W.norm(dim=1, keepdim=True).clamp_min(1e-300)
-    i, j = torch.triu_indices(len(W), len(W), offset=1)
-    return float((unit[i] * unit[j]).sum(1).mean())
 
 # %% ../nbs/06_lemma.ipynb #4731f58b
 def _state(U: torch.Tensor, h: torch.Tensor, y: torch.Tensor, K: int) -> dict:
@@ -222,4 +219,63 @@ def contraction_figure(valid: pd.DataFrame, violating: pd.DataFrame, adamw: pd.D
     ax.axhline(0, color="0.8", lw=0.8, zorder=0)
     ax.set_ylim(-0.3, 1.05); ax.set_xlabel("step"); ax.set_ylabel("mean pairwise cosine")
     ax.set_title("collapse: unseen rows align, seen rows stay apart", fontsize=10); ax.legend(fontsize=8)
+    return fig
+
+# %% ../nbs/06_lemma.ipynb #c3ebea0e
+def lemma_configs(weight_decay: float = 0.2, violating_weight_decay: float = 3.0, steps: int = 200, violating_steps: int = 60,
+                  **common) -> dict:
+    "The runs valid (GD, eta*lambda <= 1), violating (GD, eta*lambda > 1) and adamw on the same data; `common`: the other `LemmaConfig` fields."
+    configs = {"valid": LemmaConfig(**common, weight_decay=weight_decay, steps=steps),
+               "violating": LemmaConfig(**common, weight_decay=violating_weight_decay, steps=violating_steps),
+               "adamw": LemmaConfig(**common, weight_decay=weight_decay, steps=steps, optimizer="adamw")}
+    if configs["valid"].eta_lambda > 1: raise ValueError(f"lr * weight_decay = {configs['valid'].eta_lambda}: the valid run needs <= 1")
+    if configs["violating"].eta_lambda <= 1:
+        raise ValueError(f"lr * violating_weight_decay = {configs['violating'].eta_lambda}: the violating run needs > 1")
+    return configs
+
+# %% ../nbs/06_lemma.ipynb #7ff377b1
+def assert_theorem(summaries: dict, tol: float = TOLERANCE):
+    "Raise `AssertionError` where the GD runs of `lemma_configs` (their `summarise`) break what the lemma proves."
+    valid = summaries["valid"]
+    if not valid["measured_steps"] > 0: raise AssertionError(f"the valid run measured no step: {valid}")
+    if not valid["max_ratio_minus_bound"] <= tol: raise AssertionError(f"the valid run exceeds the lemma's bound: {valid}")
+    for name in ("valid", "violating"):
+        if not summaries[name]["max_ratio_minus_abs_bound"] <= tol:
+            raise AssertionError(f"the {name} run exceeds |1 - eta*lambda| + eta*r^2*p: {summaries[name]}")
+
+# %% ../nbs/06_lemma.ipynb #e0a26c78
+def lemma_metrics(summaries: dict) -> dict:
+    "The stage's metrics: whether the bound holds inside the lemma and fails outside it, the collapse under GD and AdamW, each run's summary."
+    v, x, a = summaries["valid"], summaries["violating"], summaries["adamw"]
+    return {
+        "valid_eta_lambda": v["eta_lambda"], "valid_max_ratio_minus_bound": v["max_ratio_minus_bound"],
+        "valid_max_ratio_minus_decay": v["max_ratio_minus_decay"], "valid_measured_steps": v["measured_steps"],
+        "valid_first_step_bound_below_1": v["first_step_bound_below_1"], "bound_holds_valid": v["steps_over_bound"] == 0,
+        "violating_eta_lambda": x["eta_lambda"], "violating_max_ratio_minus_bound": x["max_ratio_minus_bound"],
+        "violating_steps_over_bound": x["steps_over_bound"], "violating_steps_over_positive_bound": x["steps_over_positive_bound"],
+        "violating_measured_steps": x["measured_steps"], "violating_max_ratio_minus_abs_bound": x["max_ratio_minus_abs_bound"],
+        "bound_fails_violating": x["steps_over_bound"] > 0,
+        "adamw_max_ratio_minus_bound": a["max_ratio_minus_bound"], "adamw_steps_over_bound": a["steps_over_bound"],
+        "adamw_measured_steps": a["measured_steps"],
+        "cos_unseen_initial": v["cos_unseen_first"], "cos_unseen_final_gd": v["cos_unseen_last"],
+        "cos_unseen_final_adamw": a["cos_unseen_last"], "cos_seen_final_gd": v["cos_seen_last"], "cos_seen_final_adamw": a["cos_seen_last"],
+        "dist_unseen_initial": v["dist_unseen_first"], "dist_unseen_final_gd": v["dist_unseen_last"],
+        "dist_unseen_final_adamw": a["dist_unseen_last"],
+        "runs": summaries,
+    }
+
+# %% ../nbs/06_lemma.ipynb #6da046d3
+def save_metrics(metrics: dict, out_dir) -> Path:
+    "Write `metrics` as `out_dir/metrics.json` (indented, a final newline); return its path."
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    path = out / "metrics.json"
+    path.write_text(json.dumps(metrics, indent=2) + "\n")
+    return path
+
+def save_contraction_figure(runs: dict, figures_dir, name: str = "lemma_contraction"):
+    "The `contraction_figure` of runs valid, violating and adamw as `figures_dir/name.{png,pdf}`, its `lemma_table` as `name.csv`; return the figure."
+    figs = Path(figures_dir); figs.mkdir(parents=True, exist_ok=True)
+    lemma_table(runs).to_csv(figs / f"{name}.csv", index=False)
+    fig = contraction_figure(runs["valid"], runs["violating"], runs["adamw"])
+    for ext in ("png", "pdf"): fig.savefig(figs / f"{name}.{ext}", dpi=120)
     return fig

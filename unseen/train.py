@@ -16,13 +16,13 @@ from .progress import progress_bar  # a stage writes its progress to a file, not
 from .tokens import Sequences, Vocab, STRUCTURE, PAD, TRUE, FALSE
 from .datasets import load_sequences, load_metadata
 from .model import Transformer, ModelConfig
+from .geometry import mean_pairwise_cosine
 from .interventions import InterventionConfig, freeze_embeddings, reset_embeddings, variant
 from .config import check_fields
 
 # %% auto #0
-__all__ = ['ANSWERS', 'TrainConfig', 'batch_at', 'batch_from', 'target_loss', 'mean_pairwise_cosine', 'collapse_stats',
-           'save_weights', 'load_model', 'save_checkpoint', 'load_checkpoint', 'build_optimizer', 'monitor',
-           'fingerprint', 'train']
+__all__ = ['ANSWERS', 'TrainConfig', 'batch_at', 'batch_from', 'target_loss', 'collapse_stats', 'save_weights', 'load_model',
+           'save_checkpoint', 'load_checkpoint', 'build_optimizer', 'monitor', 'fingerprint', 'train']
 
 # %% ../nbs/04_train.ipynb #968d8e5c
 @dataclass(frozen=True)
@@ -99,14 +99,6 @@ def target_loss(model, inputs, labels, answer_weight: float = 1.0):
     return (F.cross_entropy(logits.float(), targets, reduction="none") * weight).sum() / weight.sum(), logits
 
 # %% ../nbs/04_train.ipynb #aa1fd603
-@torch.no_grad()
-def mean_pairwise_cosine(rows: torch.Tensor) -> float:
-    "Mean cosine similarity over all pairs of distinct rows of `rows` (n, d)."
-    n = rows.shape[0]
-    if n < 2: return float("nan")
-    u = F.normalize(rows.float(), dim=1)
-    return ((u.sum(0).square().sum() - n) / (n * (n - 1))).item()
-
 @torch.no_grad()
 def collapse_stats(model: Transformer, vocab: Vocab) -> dict:
     "Pairwise cosine and mean norm of unseen and (as many) seen rows of the unembedding and embedding."
