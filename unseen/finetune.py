@@ -12,7 +12,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from .logic import LogicConfig, ProblemBatch, sample_problems
-from .gemma import ADJECTIVES, LETTERS, POOLS, Vocabulary, token_pools
+from .gemma import Vocabulary
+from .pools import ADJECTIVES, LETTERS, POOLS, token_pools
 from .gemma_stats import pairwise_cosines
 from .config import check_fields
 

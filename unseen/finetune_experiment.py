@@ -13,8 +13,10 @@ import torch
 import matplotlib.pyplot as plt
 import seaborn as sns
 from .progress import progress_bar
-from .gemma import resolve_source, make_reserved_atomic, token_pools
-from .gemma_stats import set_statistics, markdown_table, save_figure
+from .gemma import resolve_source, make_reserved_atomic
+from .pools import token_pools
+from .gemma_stats import set_statistics
+from .gemma_report import markdown_table, save_figure
 from .finetune import (DECOLLAPSE, FinetuneConfig, Pool, Task, decollapse, finetune, is_tied, make_pool,
                              tiny_gemma, tokenizer_vocabulary)
 
