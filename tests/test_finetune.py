@@ -1,4 +1,5 @@
-"""Fine-tuning (`unseen.finetune`, `unseen.finetune_experiment`) on a tiny random Gemma 3 and tokenizer built here, and the `finetune` stage."""
+"""Fine-tuning (`unseen.finetune`, `unseen.finetune_rows`, `unseen.finetune_run`, `unseen.finetune_experiment`,
+`unseen.finetune_report`) on a tiny random Gemma 3 and tokenizer built here, and the `finetune` stage."""
 import importlib.util, json
 from pathlib import Path
 
@@ -8,10 +9,11 @@ import pytest
 import torch
 
 from unseen.logic import LogicConfig
-from unseen.finetune import (DECOLLAPSE, FinetuneConfig, Pool, Task, TaskRows, check_pool, decollapse, encode_problems,
-                             finetune, make_pool, target_logits, task_token_ids, tiny_gemma, tokenizer_vocabulary)
-from unseen.finetune_experiment import (load_causal_lm, parse_conditions, prepare_conditions, run_experiment,
-                                        steps_to_threshold, threshold_table)
+from unseen.finetune import Pool, Task, check_pool, encode_problems, make_pool, task_token_ids, tiny_gemma, tokenizer_vocabulary
+from unseen.finetune_rows import DECOLLAPSE, TaskRows, decollapse, target_logits
+from unseen.finetune_run import FinetuneConfig, finetune
+from unseen.finetune_experiment import load_causal_lm, parse_conditions, prepare_conditions, run_experiment
+from unseen.finetune_report import steps_to_threshold, threshold_table
 from unseen.gemma_stats import pairwise_cosines
 
 ROOT = Path(__file__).resolve().parents[1]
