@@ -128,7 +128,8 @@ GEMMA3 = {  # Gemma 3 text configurations (Hugging Face config.json of google/ge
 def finetune_timing(shape: str, steps: int, params_file: str, out: Path):
     "`--finetune`: seconds per full fine-tuning step of a Gemma 3 of `shape` (random weights), the finetune section's recipe."
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
-    from unseen.finetune import FinetuneConfig, Task, tiny_gemma
+    from unseen.finetune import Task, tiny_gemma
+    from unseen.finetune_run import FinetuneConfig
     from unseen.finetune_experiment import parse_conditions, run_experiment
     from unseen.logic import LogicConfig
     params = load_params(params_file)

@@ -1,5 +1,6 @@
-"""Fine-tuning (`unseen.finetune`, `unseen.finetune_experiment`) on a tiny random Gemma 3 and tokenizer built here, and the `finetune` stage."""
-import importlib.util, json
+"""Fine-tuning (`unseen.finetune`, `unseen.finetune_rows`, `unseen.finetune_run`, `unseen.finetune_experiment`,
+`unseen.finetune_report`) on a tiny random Gemma 3 and tokenizer built here, and the `finetune` stage."""
+import importlib.util, json, math
 from pathlib import Path
 
 import numpy as np
@@ -8,10 +9,11 @@ import pytest
 import torch
 
 from unseen.logic import LogicConfig
-from unseen.finetune import (DECOLLAPSE, FinetuneConfig, Pool, Task, TaskRows, check_pool, decollapse, encode_problems,
-                             finetune, make_pool, target_logits, task_token_ids, tiny_gemma, tokenizer_vocabulary)
-from unseen.finetune_experiment import (load_causal_lm, parse_conditions, prepare_conditions, run_experiment,
-                                        steps_to_threshold, threshold_table)
+from unseen.finetune import Pool, Task, check_pool, encode_problems, make_pool, task_token_ids, tiny_gemma, tokenizer_vocabulary
+from unseen.finetune_rows import DECOLLAPSE, TaskRows, decollapse, target_logits
+from unseen.finetune_run import FinetuneConfig, finetune
+from unseen.finetune_experiment import GridResult, load_causal_lm, parse_conditions, prepare_conditions, run_experiment
+from unseen.finetune_report import steps_summary, steps_to_threshold, threshold_table, write_report
 from unseen.gemma_stats import pairwise_cosines
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -184,6 +186,29 @@ def test_threshold_stops_the_run_and_censoring_is_reported(tiny):
     table = threshold_table(st, runs).set_index("condition")
     assert table.loc["unused", "steps per seed"] == ">4, >4" and table.loc["unused", "paper steps (Gemma 3 1B)"] == 5000
     assert runs.loc[runs.condition == "unused", "before_mean_pairwise_cosine"].min() > 0.7  # tiny_gemma's planted collapse
+
+
+def test_table_md_and_metrics_json_report_one_ratio(tmp_path):
+    "Both read one steps_summary: the same ratio and interval per condition, and no interval for a words condition."
+    conditions = ["unused"] * 3 + ["adjectives"] * 3 + ["letters"] * 3
+    st = pd.DataFrame({"condition": conditions, "seed": [0, 1, 2] * 3, "metric": "derived_exact", "censored": False,
+                       "steps": [90, 100, 130, 10, 12, 14, 8, 10, 12], "pool_cosine_at": 0.5, "answer_acc_at": 0.5})
+    runs = st[["condition", "seed"]].assign(pool=st["condition"], decollapse="", before_mean_pairwise_cosine=0.5,
+                                            before_mean_pairwise_cosine_lo=0.4, before_mean_pairwise_cosine_hi=0.6,
+                                            after_mean_pairwise_cosine=0.5)
+    grid = GridResult(pd.DataFrame({"step": [0]}), runs, FinetuneConfig(steps=200, threshold=0.6), {"model": "planted"})
+    metrics = write_report(tmp_path, grid, st)["derived_exact"]["ratio_to_words"]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("| ")]
+    table = {r[0]: dict(zip(rows[0], r)) for r in rows[1:]}
+    summary = steps_summary(st).set_index("condition")
+    for c, r in summary.iterrows():
+        assert table[c]["ratio to words"] == f"{r['ratio']:.2f}" and metrics[c]["value"] == round(r["ratio"], 3)
+        if c in ("adjectives", "letters"):   # in their own denominator: no interval, in either
+            assert table[c]["95% CI (bootstrap)"] == "" and all(math.isnan(v) for v in metrics[c]["ci95"])
+        else:
+            assert table[c]["95% CI (bootstrap)"] == f"[{r['ratio_lo']:.2f}, {r['ratio_hi']:.2f}]"
+            assert metrics[c]["ci95"] == [round(r["ratio_lo"], 3), round(r["ratio_hi"], 3)]
 
 
 # ---------------------------------------------------------------- a model from a local path, and the stage

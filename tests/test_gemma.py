@@ -1,4 +1,5 @@
-"""Reserved-token analysis (`unseen.gemma`, `unseen.gemma_stats`) on tiny checkpoints with planted answers, and the `gemma` stage."""
+"""Reserved-token analysis (`unseen.gemma`, `unseen.pools`, `unseen.gemma_weights`, `unseen.gemma_stats`) on tiny checkpoints
+with planted answers, and the `gemma` stage."""
 import importlib.util, json, math
 from pathlib import Path
 
@@ -7,8 +8,9 @@ import pandas as pd
 import pytest
 import torch
 
-from unseen.gemma import (CheckpointError, ModelSource, find_reserved, load_tokenizer, make_reserved_atomic,
-                          open_checkpoint, read_gguf_header, resolve_source, token_pools, ADJECTIVES, LETTERS)
+from unseen.gemma import CheckpointError, ModelSource, find_reserved, load_tokenizer, make_reserved_atomic, resolve_source
+from unseen.pools import ADJECTIVES, LETTERS, token_pools
+from unseen.gemma_weights import open_checkpoint, read_gguf_header
 from unseen.gemma_stats import GemmaConfig, analyse_checkpoint, analyse_model
 
 ROOT = Path(__file__).resolve().parents[1]
