@@ -57,6 +57,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'unseen.evaluate.target_matrix': ('evaluate.html#target_matrix', 'unseen/evaluate.py'),
                                  'unseen.evaluate.teacher_forced': ('evaluate.html#teacher_forced', 'unseen/evaluate.py'),
                                  'unseen.evaluate.token_kinds': ('evaluate.html#token_kinds', 'unseen/evaluate.py')},
+            'unseen.figure_files': {'unseen.figure_files.save_figure': ('figure_files.html#save_figure', 'unseen/figure_files.py')},
             'unseen.figures': { 'unseen.figures.band': ('figures.html#band', 'unseen/figures.py'),
                                 'unseen.figures.collapse_by_variant': ('figures.html#collapse_by_variant', 'unseen/figures.py'),
                                 'unseen.figures.collapse_verdict': ('figures.html#collapse_verdict', 'unseen/figures.py'),
