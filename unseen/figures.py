@@ -6,14 +6,22 @@ collapse (4), data diversity (5), temporary forgetting (6) and weight decay (7).
 # %% ../nbs/09a_figures.ipynb #5f0b6b14
 from __future__ import annotations
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import yaml
+from .config import check_names
 from .results import run_files
 
 # %% auto #0
-__all__ = ['collect_logs', 'final_rows', 'over_seeds', 'band', 'collapse_verdict', 'fmt', 'summary_metrics',
-           'collapse_by_variant']
+__all__ = ['collect_logs', 'final_rows', 'over_seeds', 'train_experiments', 'check_roles', 'Runs', 'band', 'collapse_verdict',
+           'fmt', 'freeze_verdict', 'reset_verdict', 'run_verdict', 'n_train_only', 'in_sweep', 'ClaimFigure',
+           'absent_claim', 'collapse_plot', 'collapse_claim', 'diversity_plot', 'diversity_table', 'diversity_claim',
+           'last_reset', 'forgetting_plot', 'forgetting_claim', 'weight_decay_plot', 'weight_decay_claim',
+           'summary_metrics', 'collapse_by_variant']
 
 # %% ../nbs/09a_figures.ipynb #57b29382
 def collect_logs(train_dir="runs/train") -> pd.DataFrame:
@@ -33,6 +41,44 @@ def over_seeds(frame: pd.DataFrame, by: list, value: str) -> pd.DataFrame:
     "Mean, std and count of `value` over seeds, per group `by`."
     return frame.groupby(by)[value].agg(["mean", "std", "count"]).fillna({"std": 0.0}).reset_index()
 
+# %% ../nbs/09a_figures.ipynb #412f9401
+def train_experiments(params="params.yaml") -> dict:
+    "The settings of every run, `train.experiments` of the `params` file; {} where there is no such file."
+    params = Path(params)
+    if not params.exists(): return {}
+    return (yaml.safe_load(params.read_text()) or {}).get("train", {}).get("experiments", {})
+
+# %% ../nbs/09a_figures.ipynb #0a67e849
+def check_roles(experiments: dict, **roles):
+    "Raise a one-line `ValueError` when a role (`variants=[...]`, `untied=NAME`, ...) names a run that `experiments` lacks."
+    if not experiments: return                      # no params.yaml: the runs on disk are all there is
+    for key, names in roles.items(): check_names(f"figures.{key}", names, set(experiments))
+
+# %% ../nbs/09a_figures.ipynb #b5857128
+@dataclass
+class Runs:
+    "Every run's training log and evaluation, with the settings of each experiment: what the claims read."
+    logs: pd.DataFrame                               # one row per (run, seed, step): `collect_logs`
+    evals: pd.DataFrame                              # one row per (run, seed, scenario): `unseen.results.collect`
+    experiments: dict = field(default_factory=dict)  # `train_experiments`: {} without params.yaml
+    final: pd.DataFrame = field(init=False)          # the last log row of each (run, seed): `final_rows`
+
+    def __post_init__(self): self.final = final_rows(self.logs)
+
+    def missing(self, names) -> list:
+        "Those of `names` that no training log has, sorted."
+        return sorted(set(names) - set(self.logs["run"]))
+
+    def end(self, run: str, col: str = "cos_unseen_unembed") -> tuple:
+        "Mean and std over seeds of a run's final value of `col`."
+        r = over_seeds(self.final[self.final["run"] == run], ["run"], col).iloc[0]
+        return r["mean"], r["std"]
+
+    def exact(self, run: str, scenario: str) -> tuple:
+        "Mean and std over seeds of a run's greedy exact match on a scenario (std 0 for one seed)."
+        r = self.evals[(self.evals["run"] == run) & (self.evals["scenario"] == scenario)]["exact_match"]
+        return r.mean(), (r.std() if len(r) > 1 else 0.0)
+
 # %% ../nbs/09a_figures.ipynb #de2ee3f7
 def band(ax, logs: pd.DataFrame, run: str, y: str, label: str | None = None, **style):
     "Plot the mean of column `y` over the seeds of `run` against step, with a ±1 std band; return the curve."
@@ -51,6 +97,189 @@ def collapse_verdict(cos_unseen: float, cos_seen: float) -> str:
 def fmt(mean: float, std: float) -> str:
     "A mean ± std for a table."
     return f"{mean:.2f} ± {std:.2f}"
+
+# %% ../nbs/09a_figures.ipynb #d1e9e010
+def freeze_verdict(cos_end: float, cos_start: float) -> str:
+    "Frozen rows stay at their initial value when the final cosine is within 0.05 of the step-0 one."
+    return "stays at its initial value" if abs(cos_end - cos_start) < 0.05 else "moves"
+
+# %% ../nbs/09a_figures.ipynb #6ba596dd
+def reset_verdict(curve: pd.Series) -> str:
+    "Reset rows fall at the resets when the lowest of `curve` (the cosine by step, after step 0) is below half the highest."
+    low, high = curve.min(), curve.max()
+    return f"falls at the resets (between {low:.2f} and {high:.2f} during training)" if low < high / 2 else "does not fall at the resets"
+
+# %% ../nbs/09a_figures.ipynb #9f36bfce
+def run_verdict(runs: Runs, run: str) -> str:
+    "A run's verdict on the collapse, by its name: the reset rule, else the freeze rule, else `collapse_verdict`."
+    logs = runs.logs[runs.logs["run"] == run]
+    if "reset" in run: return reset_verdict(logs[logs["step"] > 0].groupby("step")["cos_unseen_unembed"].mean())
+    cos_unseen, cos_seen = runs.end(run)[0], runs.end(run, "cos_seen_unembed")[0]
+    if "freeze" in run: return freeze_verdict(cos_unseen, logs[logs["step"] == 0]["cos_unseen_unembed"].mean())
+    return collapse_verdict(cos_unseen, cos_seen)                # rows that learn
+
+# %% ../nbs/09a_figures.ipynb #2e8d0e3d
+def n_train_only(experiments: dict) -> set:
+    "The experiments that set nothing but their variant and `n_train`: one recipe trains them all alike."
+    return {name for name, spec in experiments.items() if set(spec) <= {"variant", "n_train"}}
+
+# %% ../nbs/09a_figures.ipynb #e7b61a43
+def in_sweep(frame: pd.DataFrame,  # rows with a `run` and a `variant` column: logs, final rows or evaluations
+             sweep: list,          # the variants swept
+             experiments: dict,    # `train.experiments`; {}: the sweep by run name
+            ) -> pd.DataFrame:
+    "The rows of `frame` from the runs of the diversity sweep: the variants of `sweep` at each `n_train`."
+    if experiments: same_recipe = frame["run"].isin(n_train_only(experiments))
+    else: same_recipe = frame["run"].str.fullmatch(r".+-n\d+") | (frame["run"] == frame["variant"])
+    return frame[frame["variant"].isin(sweep) & same_recipe]
+
+# %% ../nbs/09a_figures.ipynb #6aed88a7
+class ClaimFigure(NamedTuple):
+    "A claim's figure, the data behind it, the name it is saved under, and its lines of the summary."
+    name: str            # figures/NAME.{png,pdf,csv}
+    fig: object          # a matplotlib figure
+    data: pd.DataFrame   # the CSV behind the figure
+    lines: list          # markdown: a sentence and a table, each followed by a blank line
+
+# %% ../nbs/09a_figures.ipynb #6b08054d
+def absent_claim(name: str, claim: str, missing: list) -> ClaimFigure:
+    "A figure, its data and a summary line that say which runs `claim` needs were not trained."
+    fig, ax = plt.subplots(figsize=(6, 1.5)); ax.axis("off")
+    ax.text(0.5, 0.5, f"no runs for {', '.join(missing)}:\nadd them to train.experiments in params.yaml", ha="center", va="center")
+    return ClaimFigure(name, fig, pd.DataFrame({"missing_run": missing}),
+                       [f"**{claim}**: not run here (no runs for {', '.join(missing)}).", ""])
+
+# %% ../nbs/09a_figures.ipynb #68d53d61
+def collapse_plot(logs: pd.DataFrame, variants: list, untied: str, baseline: str):
+    "Two panels: the unseen rows' cosine of every variant (and the standard model's seen rows), and tied vs untied."
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), constrained_layout=True)
+    for v in variants: band(axes[0], logs, v, "cos_unseen_unembed")
+    band(axes[0], logs, "standard", "cos_seen_unembed", label="standard, seen rows", ls=":", color="k")
+    axes[0].set(title="unseen unembedding rows: mean pairwise cosine", xlabel="step", ylim=(-0.1, 1.05)); axes[0].legend(fontsize=7)
+    band(axes[1], logs, baseline, "cos_unseen_unembed", label=f"tied ({baseline})")
+    band(axes[1], logs, untied, "cos_unseen_unembed", label="untied: output rows")
+    band(axes[1], logs, untied, "cos_unseen_embed", label="untied: input rows")
+    band(axes[1], logs, untied, "cos_seen_unembed", label="untied: seen output rows", ls=":", color="k")
+    axes[1].set(title="tied vs untied (standard model)", xlabel="step", ylim=(-0.1, 1.05)); axes[1].legend(fontsize=7)
+    return fig
+
+# %% ../nbs/09a_figures.ipynb #2610672e
+def collapse_claim(runs: Runs, variants: list, untied: str, baseline: str) -> ClaimFigure:
+    "Claim 4: the collapse curves, and per run the final cosine of the unseen and the seen rows with its verdict."
+    shown = [*variants, untied, baseline]
+    if missing := runs.missing(shown): return absent_claim("collapse_curves", "Claim 4, the collapse", missing)
+    logs = runs.logs
+    fig = collapse_plot(logs, variants, untied, baseline)
+    cols = ["run", "seed", "step"] + [c for c in logs if c.startswith(("cos_", "norm_"))]
+    lines = ["| run | unseen rows: final cosine | seen rows | verdict |", "|---|---|---|---|"]
+    for run in [*variants, untied]:
+        (cu, su), (cs, _) = runs.end(run), runs.end(run, "cos_seen_unembed")
+        lines.append(f"| {run} | {fmt(cu, su)} | {cs:.2f} | {run_verdict(runs, run)} |")
+    head = ("**Claim 4, the collapse** (`figures/collapse_curves.png`): mean pairwise cosine of the unseen tokens' "
+            "unembedding rows at the end of training, mean ± std over seeds (seen rows: as many seen tokens). "
+            f"The untied model's input rows: {fmt(*runs.end(untied, 'cos_unseen_embed'))}.")
+    return ClaimFigure("collapse_curves", fig, logs[logs["run"].isin(shown)][cols], [head, "", *lines, ""])
+
+# %% ../nbs/09a_figures.ipynb #0663aab7
+def diversity_plot(acc: pd.DataFrame, cos: pd.DataFrame, sweep: list):
+    "Four panels against n_train: exact match on scenarios 1-3 (`acc`), and the final unseen-row cosine (`cos`)."
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6), constrained_layout=True)
+    for ax, s in zip(axes, ("s1", "s2", "s3")):
+        for v in sweep:
+            a = acc[(acc["variant"] == v) & (acc["scenario"] == s)]
+            ax.errorbar(a["n_train"], a["mean"], a["std"], marker="o", capsize=3, label=v)
+        ax.set(xscale="log", ylim=(-0.03, 1.03), xlabel="n_train (seen names)", title=f"scenario {s[1]}: exact match"); ax.legend(fontsize=7)
+    for v in sweep:
+        c = cos[cos["variant"] == v]
+        axes[3].errorbar(c["n_train"], c["mean"], c["std"], marker="o", capsize=3, label=v)
+    axes[3].set(xscale="log", ylim=(-0.1, 1.05), xlabel="n_train (seen names)", title="unseen rows: final cosine"); axes[3].legend(fontsize=7)
+    return fig
+
+# %% ../nbs/09a_figures.ipynb #3eba4271
+def diversity_table(acc: pd.DataFrame, cos: pd.DataFrame, sweep: list) -> list:
+    "A markdown row per variant swept and n_train: exact match on each scenario and the final unseen-row cosine."
+    lines = ["| variant | n_train | S1 | S2 | S3 | unseen cosine |", "|---|---|---|---|---|---|"]
+    for v in sweep:
+        for n in sorted(acc["n_train"].unique()):
+            cell = lambda s: acc[(acc["variant"] == v) & (acc["n_train"] == n) & (acc["scenario"] == s)]
+            c = cos[(cos["variant"] == v) & (cos["n_train"] == n)]
+            if cell("s1").empty: continue
+            lines.append(f"| {v} | {n} | " + " | ".join(fmt(cell(s)["mean"].iloc[0], cell(s)["std"].iloc[0]) for s in ("s1", "s2", "s3"))
+                         + f" | {fmt(c['mean'].iloc[0], c['std'].iloc[0])} |")
+    return lines
+
+# %% ../nbs/09a_figures.ipynb #83ed4c9d
+def diversity_claim(runs: Runs, sweep: list) -> ClaimFigure:
+    "Claim 5: exact match and the final unseen-row cosine against n_train, for the variants of `sweep`."
+    evals, final = in_sweep(runs.evals, sweep, runs.experiments), in_sweep(runs.final, sweep, runs.experiments)
+    missing = runs.missing([f"{v}-n*" for v in sweep]) if evals["n_train"].nunique() < 2 else []
+    if missing: return absent_claim("diversity", "Claim 5, data diversity", missing)
+    acc = over_seeds(evals, ["variant", "n_train", "scenario"], "exact_match")
+    cos = over_seeds(final, ["variant", "n_train"], "cos_unseen_unembed")
+    data = pd.concat([acc.assign(metric="exact_match"), cos.assign(metric="cos_unseen_unembed", scenario="final")], ignore_index=True)
+    head = ("**Claim 5, data diversity** (`figures/diversity.png`): greedy exact match per scenario and the final "
+            "unseen-row cosine against the number of seen names, mean ± std over seeds.")
+    return ClaimFigure("diversity", diversity_plot(acc, cos, sweep), data, [head, "", *diversity_table(acc, cos, sweep), ""])
+
+# %% ../nbs/09a_figures.ipynb #47e7b7df
+def last_reset(experiments: dict, run: str) -> int | None:
+    "The step of a run's last reset, `intervention.reset_until` of its experiment; None where not known."
+    return (experiments.get(run, {}).get("intervention") or {}).get("reset_until")
+
+# %% ../nbs/09a_figures.ipynb #c8bb025d
+def forgetting_plot(logs: pd.DataFrame, pairs: list, until: dict, baseline: str):
+    "Three panels by step (unseen-row cosine, scenarios 2 and 3): each (resets that go on, the same stopping) pair."
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.6), constrained_layout=True)
+    for ax, col in zip(axes, ("cos_unseen_unembed", "s2_seq_acc", "s3_seq_acc")):
+        band(ax, logs, baseline, col, color="k", lw=1)
+        for i, (going, stop) in enumerate(pairs):                # one colour per kind of reset; dashed: the resets stop
+            band(ax, logs, going, col, color=f"C{i}")
+            band(ax, logs, stop, col, label=f"{stop} (last reset: {until[stop]})", color=f"C{i}", ls="--")
+            if until[stop]: ax.axvline(until[stop], color=f"C{i}", ls=":", lw=1)
+    for ax, t in zip(axes, ("unseen rows: mean pairwise cosine", "scenario 2: teacher-forced exact match", "scenario 3: teacher-forced exact match")):
+        ax.set(title=t, xlabel="step", ylim=(-0.05, 1.05)); ax.legend(fontsize=7)
+    return fig
+
+# %% ../nbs/09a_figures.ipynb #ba015f6a
+def forgetting_claim(runs: Runs, forgetting: dict, baseline: str) -> ClaimFigure:
+    "Claim 6: each kind of reset {going on: stopping} beside `baseline`, by step, and greedy exact match after training."
+    pairs = list(forgetting.items())
+    shown = [baseline] + [r for pair in pairs for r in pair]
+    if missing := runs.missing(shown): return absent_claim("temporary_forgetting", "Claim 6, temporary forgetting", missing)
+    until = {stop: last_reset(runs.experiments, stop) for _, stop in pairs}
+    fig = forgetting_plot(runs.logs, pairs, until, baseline)
+    data = runs.logs[runs.logs["run"].isin(shown)][["run", "seed", "step", "cos_unseen_unembed", "s1_seq_acc", "s2_seq_acc", "s3_seq_acc"]]
+    lines = ["| run | resets until | S1 | S2 | S3 | unseen cosine |", "|---|---|---|---|---|---|"]
+    rows = [row for going, stop in pairs for row in ((going, "the end"), (stop, f"step {until[stop]}" if until[stop] else "(unknown)"))]
+    for run, last in rows + [(baseline, "(no resets)")]:
+        lines.append(f"| {run} | {last} | " + " | ".join(fmt(*runs.exact(run, s)) for s in ("s1", "s2", "s3")) + f" | {fmt(*runs.end(run))} |")
+    head = ("**Claim 6, temporary forgetting** (`figures/temporary_forgetting.png`): each kind of reset beside the same "
+            "resets stopping at a step (dashed in the figure); greedy exact match and final unseen-row cosine.")
+    return ClaimFigure("temporary_forgetting", fig, data, [head, "", *lines, ""])
+
+# %% ../nbs/09a_figures.ipynb #6fcaae6d
+def weight_decay_plot(logs: pd.DataFrame, baseline: str, no_decay: str):
+    "Two panels by step: the unseen rows' cosine and their mean norm, with and without weight decay."
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), constrained_layout=True)
+    for run, label in ((baseline, "weight decay (default)"), (no_decay, "weight decay 0")):
+        band(axes[0], logs, run, "cos_unseen_unembed", label=label)
+        band(axes[1], logs, run, "norm_unseen_unembed", label=label)
+    axes[0].set(title="unseen rows: mean pairwise cosine", xlabel="step", ylim=(-0.1, 1.05)); axes[0].legend(fontsize=7)
+    axes[1].set(title="unseen rows: mean norm", xlabel="step"); axes[1].legend(fontsize=7)
+    return fig
+
+# %% ../nbs/09a_figures.ipynb #1067daf2
+def weight_decay_claim(runs: Runs, baseline: str, no_decay: str) -> ClaimFigure:
+    "Claim 7: the unseen rows' cosine and norm with and without weight decay, and greedy exact match after training."
+    if missing := runs.missing([baseline, no_decay]): return absent_claim("weight_decay", "Claim 7, weight decay", missing)
+    fig = weight_decay_plot(runs.logs, baseline, no_decay)
+    data = runs.logs[runs.logs["run"].isin([baseline, no_decay])][["run", "seed", "step", "cos_unseen_unembed", "norm_unseen_unembed"]]
+    lines = ["| run | unseen cosine | unseen norm | S1 | S2 | S3 |", "|---|---|---|---|---|---|"]
+    for run in (baseline, no_decay):
+        lines.append(f"| {run} | {fmt(*runs.end(run))} | {fmt(*runs.end(run, 'norm_unseen_unembed'))} | "
+                     + " | ".join(fmt(*runs.exact(run, s)) for s in ("s1", "s2", "s3")) + " |")
+    head = "**Claim 7, weight decay** (`figures/weight_decay.png`): final unseen-row cosine and norm, and greedy exact match."
+    return ClaimFigure("weight_decay", fig, data, [head, "", *lines, ""])
 
 # %% ../nbs/09a_figures.ipynb #8b1d54e2
 def summary_metrics(evals: pd.DataFrame,  # one row per (run, seed, scenario): `unseen.results.collect`
