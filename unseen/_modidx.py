@@ -227,7 +227,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                         'unseen/gemma_report.py'),
                                      'unseen.gemma_report.plot_cosine_vs_size': ( 'gemma_report.html#plot_cosine_vs_size',
                                                                                   'unseen/gemma_report.py'),
-                                     'unseen.gemma_report.save_figure': ('gemma_report.html#save_figure', 'unseen/gemma_report.py'),
                                      'unseen.gemma_report.summary_table': ('gemma_report.html#summary_table', 'unseen/gemma_report.py'),
                                      'unseen.gemma_report.write_tables': ('gemma_report.html#write_tables', 'unseen/gemma_report.py')},
             'unseen.gemma_stats': { 'unseen.gemma_stats.GemmaConfig': ('gemma_stats.html#gemmaconfig', 'unseen/gemma_stats.py'),

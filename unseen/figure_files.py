@@ -11,10 +11,11 @@ import pandas as pd
 __all__ = ['save_figure']
 
 # %% ../nbs/00b_figure_files.ipynb #8ea1f7d0
-def save_figure(fig, figures_dir, name: str, data: pd.DataFrame) -> list:
-    "Write `fig` as PNG (120 dpi) and PDF and `data` as CSV: `figures_dir/name.{png,pdf,csv}`; return the three paths."
+def save_figure(fig, figures_dir, name: str, data: pd.DataFrame, dpi: int = 120, tight: bool = False) -> list:
+    "Write `fig` as PNG (at `dpi`) and PDF and `data` as CSV: `figures_dir/name.{png,pdf,csv}`; return the three paths."
     figures_dir = Path(figures_dir); figures_dir.mkdir(parents=True, exist_ok=True)
     paths = [figures_dir / f"{name}.{ext}" for ext in ("png", "pdf", "csv")]
-    for path in paths[:2]: fig.savefig(path, dpi=120)
+    # `tight` crops the canvas to what is drawn; `dpi` changes the PNG only (a PDF is vector)
+    for path in paths[:2]: fig.savefig(path, dpi=dpi, bbox_inches="tight" if tight else None)
     data.to_csv(paths[2], index=False)
     return paths

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 import seaborn as sns
-from .gemma_report import markdown_table, save_figure
+from .figure_files import save_figure
+from .gemma_report import markdown_table
 from .finetune_experiment import GridResult
 
 # %% auto #0
@@ -199,4 +200,8 @@ def write_figures(figures_dir, grid: GridResult, st: pd.DataFrame) -> list:
                                                             metrics=("exact", "derived_exact", "answer_acc", "loss")),
             "finetune_steps": lambda: plot_steps(main, grid.runs, cfg.steps),
             "finetune_cosine": lambda: plot_pool_cosine(grid.log, main)}
-    return [path for stem, figure in draw.items() for path in save_figure(*figure(), figures_dir, stem)]
+    saved = []
+    for stem, figure in draw.items():
+        fig, data = figure()
+        saved += save_figure(fig, figures_dir, stem, data, dpi=150, tight=True)
+    return saved

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from .finetune import Encoded, Pool, Task, task_token_ids
 from .finetune_rows import TaskRows, target_logits
-from .gemma_stats import pairwise_cosines
+from .geometry import mean_pairwise_cosine
 from .config import check_fields
 
 # %% auto #0
@@ -88,7 +88,7 @@ def rows_cosine(model, rows: TaskRows | None, ids) -> float:
     "Mean pairwise cosine of the input rows of tokens `ids` as training has them now (the task rows, where the recipe trains those)."
     ids = torch.as_tensor(np.asarray(ids), dtype=torch.long)
     W = rows.input_rows[rows.slot[ids.to(rows.slot.device)]] if rows is not None else model.get_input_embeddings().weight[ids]
-    return float(pairwise_cosines(W.detach().float().cpu()).mean())
+    return mean_pairwise_cosine(W.detach().double().cpu())
 
 # %% ../nbs/08b_finetune_run.ipynb #1f7b1e36
 def finetune(model, # a causal LM, weights in cfg.dtype on cfg.device: trained in place

@@ -13,7 +13,7 @@ from .gemma_stats import MAGIKARP
 
 # %% auto #0
 __all__ = ['PAPER_RANGE', 'PAPER_SIZES', 'is_unused_set', 'markdown_table', 'summary_table', 'availability_table', 'write_tables',
-           'save_figure', 'plot_cosine_distributions', 'plot_cosine_vs_size']
+           'plot_cosine_distributions', 'plot_cosine_vs_size']
 
 # %% ../nbs/07d_gemma_report.ipynb #52938ba9
 PAPER_RANGE = {"unused": (0.23, 0.78), "used": (0.01, 0.09)}  # mean pairwise cosine, Gemma 3 1B-27B (docs/paper.md §1 claim 7)
@@ -76,14 +76,6 @@ def write_tables(models: pd.DataFrame, table: pd.DataFrame, out_dir, ci: float =
     return out_dir / "table.md"
 
 # %% ../nbs/07d_gemma_report.ipynb #5757f567
-def save_figure(fig, data: pd.DataFrame, figures_dir, stem: str) -> list:
-    "Write `fig` as PNG and PDF and the data behind it as CSV: figures_dir/stem.{png,pdf,csv}."
-    figures_dir = Path(figures_dir); figures_dir.mkdir(parents=True, exist_ok=True)
-    paths = [figures_dir / f"{stem}.{ext}" for ext in ("png", "pdf", "csv")]
-    fig.savefig(paths[0], dpi=150, bbox_inches="tight"); fig.savefig(paths[1], bbox_inches="tight")
-    data.to_csv(paths[2], index=False)
-    return paths
-
 def plot_cosine_distributions(pairs: pd.DataFrame, table: pd.DataFrame, matrix: str = "embedding"):
     "Pairwise-cosine distributions per model and set (unused vs used), the paper's range beside: (figure, data)."
     pairs = pairs[pairs["matrix"] == matrix]

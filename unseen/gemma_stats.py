@@ -18,6 +18,7 @@ from .gemma import (RESERVED_FAMILIES, ModelSource, NotAvailable, ReservedTokens
 from .pools import POOLS, POOL_SIZES, token_pools
 from .gemma_weights import Checkpoint, open_checkpoint
 from .config import check_fields
+from .geometry import mean_pairwise_cosine
 
 # %% auto #0
 __all__ = ['MAGIKARP', 'MatrixScan', 'scan_matrix', 'unit_rows', 'pairwise_cosines', 'bootstrap_counts', 'bootstrap_pairwise',
@@ -132,7 +133,7 @@ def set_statistics(x: torch.Tensor, # (k, d) rows of one token set
     if k < 2: return {"count": k}
     counts = bootstrap_counts(k, n_boot, seed)
     cos, norms, centroid_cos = pairwise_cosines(x), x.norm(dim=1), centroid_cosines(x)
-    stats = {"count": k, "mean_pairwise_cosine": float(cos.mean()), "centroid_cosine": float(centroid_cos.mean()),
+    stats = {"count": k, "mean_pairwise_cosine": mean_pairwise_cosine(x.double()), "centroid_cosine": float(centroid_cos.mean()),
              "norm_mean": float(norms.mean()), "norm_sd": float(norms.std()),
              **dict(zip(("pairwise_p05", "pairwise_p50", "pairwise_p95"), np.quantile(cos.numpy(), [0.05, 0.5, 0.95]).tolist()))}
     resampled = {"mean_pairwise_cosine": bootstrap_pairwise(x, counts),

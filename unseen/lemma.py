@@ -13,6 +13,7 @@ import torch
 import matplotlib.pyplot as plt
 from .config import check_fields
 from .geometry import mean_pairwise_cosine
+from .figure_files import save_figure
 
 # %% auto #0
 __all__ = ['DTYPE', 'TOLERANCE', 'OPTIMIZERS', 'LemmaConfig', 'make_features', 'init_unembedding', 'probabilities',
@@ -274,8 +275,6 @@ def save_metrics(metrics: dict, out_dir) -> Path:
 
 def save_contraction_figure(runs: dict, figures_dir, name: str = "lemma_contraction"):
     "The `contraction_figure` of runs valid, violating and adamw as `figures_dir/name.{png,pdf}`, its `lemma_table` as `name.csv`; return the figure."
-    figs = Path(figures_dir); figs.mkdir(parents=True, exist_ok=True)
-    lemma_table(runs).to_csv(figs / f"{name}.csv", index=False)
     fig = contraction_figure(runs["valid"], runs["violating"], runs["adamw"])
-    for ext in ("png", "pdf"): fig.savefig(figs / f"{name}.{ext}", dpi=120)
+    save_figure(fig, figures_dir, name, lemma_table(runs))
     return fig
