@@ -17,11 +17,11 @@ from .config import check_names
 from .results import run_files
 
 # %% auto #0
-__all__ = ['collect_logs', 'final_rows', 'over_seeds', 'train_experiments', 'check_roles', 'Runs', 'band', 'collapse_verdict',
-           'fmt', 'freeze_verdict', 'reset_verdict', 'run_verdict', 'n_train_only', 'in_sweep', 'ClaimFigure',
-           'absent_claim', 'collapse_plot', 'collapse_claim', 'diversity_plot', 'diversity_table', 'diversity_claim',
-           'last_reset', 'forgetting_plot', 'forgetting_claim', 'weight_decay_plot', 'weight_decay_claim',
-           'summary_metrics', 'collapse_by_variant']
+__all__ = ['collect_logs', 'final_rows', 'over_seeds', 'train_experiments', 'table_experiments', 'check_roles', 'Runs', 'band',
+           'collapse_verdict', 'fmt', 'freeze_verdict', 'reset_verdict', 'run_verdict', 'n_train_only', 'in_sweep',
+           'ClaimFigure', 'absent_claim', 'collapse_plot', 'collapse_claim', 'diversity_plot', 'diversity_table',
+           'diversity_claim', 'last_reset', 'forgetting_plot', 'forgetting_claim', 'weight_decay_plot',
+           'weight_decay_claim', 'summary_metrics', 'collapse_by_variant']
 
 # %% ../nbs/09a_figures.ipynb #57b29382
 def collect_logs(train_dir="runs/train") -> pd.DataFrame:
@@ -42,11 +42,19 @@ def over_seeds(frame: pd.DataFrame, by: list, value: str) -> pd.DataFrame:
     return frame.groupby(by)[value].agg(["mean", "std", "count"]).fillna({"std": 0.0}).reset_index()
 
 # %% ../nbs/09a_figures.ipynb #412f9401
+def _section(params, stage: str, key: str, default):
+    "`stage.key` of the `params` file, or `default` where there is no such file or key."
+    params = Path(params)
+    if not params.exists(): return default
+    return (yaml.safe_load(params.read_text()) or {}).get(stage, {}).get(key, default)
+
 def train_experiments(params="params.yaml") -> dict:
     "The settings of every run, `train.experiments` of the `params` file; {} where there is no such file."
-    params = Path(params)
-    if not params.exists(): return {}
-    return (yaml.safe_load(params.read_text()) or {}).get("train", {}).get("experiments", {})
+    return _section(params, "train", "experiments", {})
+
+def table_experiments(params="params.yaml") -> list:
+    "The results table's experiments, `results.experiments` of the `params` file; [] where there is none."
+    return _section(params, "results", "experiments", [])
 
 # %% ../nbs/09a_figures.ipynb #0a67e849
 def check_roles(experiments: dict, **roles):

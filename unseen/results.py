@@ -14,16 +14,13 @@ __all__ = ['CLAIMS', 'BEGIN', 'END', 'README_BLOCKS', 'verdict', 'run_files', 'c
            'update_readme', 'readme_main']
 
 # %% ../nbs/09_results.ipynb #5fdac633
-CLAIMS = {
+CLAIMS = {   # variant (unseen.interventions.VARIANTS) -> the paper's claim for each scenario
     "standard":    {"s1": "high", "s2": "fails", "s3": "fails"},
     "copy":        {"s1": "high", "s2": "above standard", "s3": "fails"},
-    "copy_mixture": {"s1": "high", "s2": "above standard", "s3": "fails"},  # the same head, pointer-generator read-out
     "freeze":      {"s1": "high", "s2": "high", "s3": "high"},
     "reset":       {"s1": "high", "s2": "high", "s3": "high"},
-    "reset_names": {"s1": "high", "s2": "high", "s3": "high"},   # resets that keep the structure tokens' rows
     "copy_freeze": {"s1": "high", "s2": "high", "s3": "high"},
     "copy_reset":  {"s1": "high", "s2": "high", "s3": "high"},
-    "full_recipe": {"s1": "high", "s2": "high", "s3": "high"},   # docs/paper.md §1 claim 6: copy + freeze + more seen names
 }
 
 def verdict(claim: str, mean: float, std: float, standard: tuple | None = None) -> str:
@@ -56,15 +53,18 @@ def collect(eval_dir="runs/eval") -> pd.DataFrame:
     if not rows: raise FileNotFoundError(f"no evaluation metrics under {eval_dir}: run the evaluate stages first (dvc repro)")
     return pd.DataFrame(rows)
 
-def results_table(runs: pd.DataFrame, metric: str = "exact_match") -> pd.DataFrame:
-    "Mean, std, worst seed and seed count per variant and scenario, the paper's claim and the verdict."
+def results_table(runs: pd.DataFrame, experiments, metric: str = "exact_match") -> pd.DataFrame:
+    "Mean, std, worst seed and seed count per experiment (of `experiments`, in order) and scenario, its variant's claim and the verdict."
     stats = runs.groupby(["run", "scenario"])[metric].agg(["mean", "std", "min", "count"]).fillna({"std": 0.0})
     n_train = runs.groupby("run")["n_train"].first()                       # seen names each run trained on
+    variants = runs.groupby("run")["variant"].first()
+    unknown = sorted({variants[e] for e in experiments if e in variants.index} - set(CLAIMS))
+    if unknown: raise ValueError(f"results.experiments: no paper claim for variant {unknown[0]!r} (claims: {sorted(CLAIMS)})")
     rows = []
-    for variant in [v for v in CLAIMS if v in stats.index.get_level_values(0)]:
+    for variant in [e for e in experiments if e in stats.index.get_level_values(0)]:   # an experiment of the table
         for s in ("s1", "s2", "s3"):
             mean, std, worst, n = stats.loc[(variant, s)]
-            claim = CLAIMS[variant][s]
+            claim = CLAIMS[variants[variant]][s]
             standard = tuple(stats.loc[("standard", s)][["mean", "std"]]) if ("standard", s) in stats.index else None
             v = verdict(claim, mean, std, standard) if claim != "above standard" or standard else "no standard run"
             rows.append({"variant": variant, "n_train": n_train[variant], "scenario": s,
