@@ -110,3 +110,14 @@ def test_an_override_of_a_nested_experiment_key_reruns_that_training(tmp_path):
     assert params["train"]["experiments"]["standard"]["training"]["steps"] == smoke_steps + 10
     figures = yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]["figures"]
     assert "train.experiments" in figures["params"]  # the figures stage reads the same copy
+
+
+def code_lines(path: Path) -> int:
+    "Non-blank lines of a notebook's code cells that are not comments."
+    return sum(1 for line in notebook_source(path).splitlines() if line.strip() and not line.strip().startswith("#"))
+
+
+def test_stage_notebooks_are_thin():
+    "A stage is its parameters, a few library calls and its outputs; what it computes lives, with its lessons, in nbs/."
+    thick = {p.name: n for p in sorted((ROOT / "nbs" / "stages").glob("*.ipynb")) if (n := code_lines(p)) > 40}
+    assert not thick, f"stage notebooks over 40 code lines (move the logic into a library notebook): {thick}"
