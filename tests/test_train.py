@@ -110,7 +110,7 @@ def test_a_checkpoint_left_half_deleted_by_a_kill_does_not_block_the_next(data, 
 def test_resets_of_the_name_rows_keep_the_structure_rows(data, tmp_path):
     "lr 0: only resets move the embedding; with reset_rows 'names' the structure tokens' rows stay at initialisation."
     torch.set_num_threads(1)
-    cfg = TrainConfig(**{**CFG, "steps": 12, "lr": 0.0, "checkpoint_every": 0})
+    cfg = TrainConfig(**{**CFG, "steps": 20, "lr": 0.0, "checkpoint_every": 0})
     runs = {"none": ("standard", {}), "names": ("reset", {"reset_every": 10, "reset_rows": "names"}),
             "all": ("reset", {"reset_every": 10})}
     wte = {}
@@ -121,3 +121,15 @@ def test_resets_of_the_name_rows_keep_the_structure_rows(data, tmp_path):
     assert torch.equal(wte["names"][:k], wte["none"][:k])
     assert (wte["names"][k:] != wte["none"][k:]).all()
     assert (wte["all"] != wte["none"]).all()
+
+
+def test_no_reset_in_a_runs_last_cycle(data, tmp_path):
+    "lr 0: a run of 25 steps re-draws at step 10 only (20 is within its last 10 steps), as one of 20 steps does."
+    torch.set_num_threads(1)
+    wte = {}
+    for steps in (20, 25, 30):
+        cfg = TrainConfig(**{**CFG, "steps": steps, "lr": 0.0, "checkpoint_every": 0})
+        train(data, tmp_path / str(steps), intervention="reset", model=SMALL, interventions={"reset_every": 10}, cfg=cfg, progress=False)
+        wte[steps] = _weights(tmp_path / str(steps))["wte.weight"]
+    assert torch.equal(wte[25], wte[20])
+    assert not torch.equal(wte[30], wte[20])            # 30 steps: re-drawn at 10 and 20

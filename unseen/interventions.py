@@ -30,9 +30,12 @@ class InterventionConfig:
         if self.freeze and self.reset_every: raise ValueError("freeze and reset_every are exclusive: a frozen matrix has nothing to forget")
         if self.reset_rows not in ("all", "names"): raise ValueError(f"reset_rows={self.reset_rows!r}: expected 'all' or 'names'")
 
-    def resets_at(self, step: int) -> bool:
-        "Whether a reset happens after optimiser step `step` (1-based)."
-        return bool(self.reset_every) and step % self.reset_every == 0 and (self.reset_until is None or step <= self.reset_until)
+    def resets_at(self, step: int, end: int | None = None) -> bool:
+        "Whether a reset happens after optimiser step `step` (1-based) of a run that stops at step `end`."
+        # none in the run's last cycle: the final model is read a whole cycle after its last re-draw, as the
+        # model is at the end of any cycle, not while it relearns what the re-draw took
+        in_last_cycle = end is not None and step + self.reset_every > end
+        return bool(self.reset_every) and step % self.reset_every == 0 and (self.reset_until is None or step <= self.reset_until) and not in_last_cycle
 
 # %% ../nbs/03_interventions.ipynb #a5c91b18
 VARIANTS = {

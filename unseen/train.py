@@ -262,8 +262,9 @@ def train(data_dir, out_dir, intervention: str = "standard", seed: int = 0, mode
         loss.backward()
         if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
         opt.step()
-        last = step == cfg.steps or (trigger is not None and step >= trigger + cfg.decay_steps)
-        if iv.resets_at(step) and not last:   # a reset at the last step would only throw the embeddings away
+        run_end = min(cfg.steps, trigger + cfg.decay_steps) if trigger is not None else cfg.steps   # known once triggered
+        last = step >= run_end
+        if iv.resets_at(step, end=run_end):
             reset_embeddings(net, opt, torch.Generator().manual_seed(seed * 1_000_003 + step), iv.reset_optimizer,
                              keep_rows=len(STRUCTURE) if iv.reset_rows == "names" else 0)
         running, seen = running + loss.item(), seen + 1
