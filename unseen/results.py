@@ -11,7 +11,7 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['CLAIMS', 'BEGIN', 'END', 'README_BLOCKS', 'verdict', 'run_files', 'collect', 'results_table', 'markdown_table',
-           'update_readme', 'readme_main']
+           'redrawn_table', 'markdown_redrawn', 'update_readme', 'readme_main']
 
 # %% ../nbs/09_results.ipynb #5fdac633
 CLAIMS = {   # variant (unseen.interventions.VARIANTS) -> the paper's claim for each scenario
@@ -82,6 +82,38 @@ def markdown_table(table: pd.DataFrame) -> str:
         n_train = g["n_train"].iloc[0]
         worst = g.loc[g["scenario"] == "s1", "worst"].iloc[0]
         lines.append(f"| {variant} | {int(n_train) if pd.notna(n_train) else '?'} | {g['seeds'].min()} | {worst:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+# %% ../nbs/09_results.ipynb #4b9e2f61
+def redrawn_table(eval_dir, experiments, metric: str = "exact_match") -> pd.DataFrame:
+    "Scenarios 2 and 3 of each experiment with resets, at the end and right after a fresh draw of its unseen rows, with the verdict of the latter."
+    rows = []
+    for run, seed, path in run_files(eval_dir, "metrics.json"):
+        m = json.loads(path.read_text())
+        if run not in experiments or f"s2_redrawn_{metric}" not in m: continue   # only runs with resets are re-drawn
+        details = path.with_name("details.json")
+        variant = json.loads(details.read_text()).get("variant", run) if details.exists() else run
+        for s in ("s2", "s3"):
+            rows.append({"run": run, "variant": variant, "scenario": s, "end": m[f"{s}_{metric}"], "redrawn": m[f"{s}_redrawn_{metric}"]})
+    out = []
+    for run in [e for e in experiments if e in {r["run"] for r in rows}]:
+        for s in ("s2", "s3"):
+            g = pd.DataFrame([r for r in rows if r["run"] == run and r["scenario"] == s])
+            end, redrawn, claim = g["end"], g["redrawn"], CLAIMS[g["variant"].iloc[0]][s]
+            std = lambda x: float(x.std()) if len(x) > 1 else 0.0
+            out.append({"variant": run, "scenario": s, "seeds": len(g), "end_mean": end.mean(), "end_std": std(end),
+                        "redrawn_mean": redrawn.mean(), "redrawn_std": std(redrawn), "paper": claim,
+                        "verdict": verdict(claim, redrawn.mean(), std(redrawn))})
+    return pd.DataFrame(out, columns=["variant", "scenario", "seeds", "end_mean", "end_std", "redrawn_mean", "redrawn_std", "paper", "verdict"])
+
+def markdown_redrawn(table: pd.DataFrame) -> str:
+    "The re-drawn readings as markdown: a row per experiment; scenarios 2 and 3 at the end and re-drawn."
+    lines = ["| variant | seeds | scenario 2: at the end | scenario 2: unseen rows re-drawn | scenario 3: at the end | scenario 3: unseen rows re-drawn |",
+             "|---|---|---|---|---|---|"]
+    for variant, g in table.groupby("variant", sort=False):
+        cells = [f"{r['end_mean']:.2f} ± {r['end_std']:.2f} | {r['redrawn_mean']:.2f} ± {r['redrawn_std']:.2f} (paper: {r['paper']}; {r['verdict']})"
+                 for _, r in g.iterrows()]
+        lines.append(f"| {variant} | {g['seeds'].min()} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 # %% ../nbs/09_results.ipynb #2a0d5333
