@@ -76,7 +76,7 @@ STAGE_CASES = [
     ("gemma", ["pool_sizes={unused: 99, nonsense: 5}"], "nonsense"), ("gemma", ["models=[{name: x}]"], "models"),
     ("gemma", ["models=[]"], "models"), ("gemma", ["pair_samples=-1"], "pair_samples"),
     ("finetune", ["training.steps=0"], "steps"), ("finetune", ["training.lr=fast"], "lr"), ("finetune", ["n_seeds=abc"], "n_seeds"),
-    ("finetune", ["model={name: x}"], "source"), ("finetune", ["conditions={a: {pool: nonsense}}"], "nonsense"),
+    ("finetune", ["model={source: nowhere}"], "source"), ("finetune", ["conditions={a: {pool: nonsense}}"], "nonsense"),
     ("finetune", ["training.recipe=half"], "recipe"),
 ]
 # (dvc repro target, dotted key in params.yaml, new value or DELETE, the key the message must name)
@@ -103,7 +103,7 @@ REPRO_CASES = [
 def _set(params: dict, key: str, value):
     *parents, leaf = key.split(".")
     node = params
-    for p in parents: node = node[p]
+    for p in parents: node = node.setdefault(p, {})   # an experiment's override may add a section it lacks
     if value is DELETE: del node[leaf]
     else: node[leaf] = value
 

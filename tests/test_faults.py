@@ -151,6 +151,8 @@ CASES = [  # stage, -p items, what the one line says
     ("figures", ["variants=[standard, copyy]"], "figures.variants: 'copyy' is not one of"),
     ("train", ["training={steps: 30"], "-p 'training={steps: 30': the value is not valid YAML"),
     ("train", ["training.steps.x=1"], "-p training.steps.x: training.steps is"),
+    ("lemma", ["n_unseen=1"], "n_unseen=1: need at least 2 unseen classes"),
+    ("gemma", ["models=[]"], "gemma.models is empty"),
 ]
 
 

@@ -273,6 +273,7 @@ def analyse_models(models: list, # [{"name": ..., "source": ...}, ...] as in par
                    isolate: bool = True, # one fresh process per model (honest peak memory)
                   ) -> tuple:
     "Analyse every listed model: (models, table, pairs) data frames."
+    if not models: raise ValueError("gemma.models is empty: list at least one {name, source} (params.yaml)")
     results = []
     for entry in tqdm(models, desc="models"):
         if not isinstance(entry, dict) or not {"name", "source"} <= set(entry):

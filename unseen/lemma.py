@@ -46,7 +46,8 @@ class LemmaConfig:
     def __post_init__(self):
         check_fields(self, "lemma", seed=0)
         if self.optimizer not in OPTIMIZERS: raise ValueError(f"optimizer={self.optimizer!r}: one of {OPTIMIZERS}")
-        if self.n_seen < 1 or self.n_unseen < 2: raise ValueError("need at least 1 seen class and 2 unseen classes (a pair)")
+        if self.n_seen < 1: raise ValueError(f"n_seen={self.n_seen}: need at least 1 seen class")
+        if self.n_unseen < 2: raise ValueError(f"n_unseen={self.n_unseen}: need at least 2 unseen classes (a pair)")
         if min(self.dim, self.per_class, self.steps) < 1: raise ValueError("dim, per_class and steps must be positive")
         if self.radius <= 0 or self.lr <= 0 or self.weight_decay < 0 or self.spread < 0:
             raise ValueError("radius and lr must be positive, weight_decay and spread non-negative")

@@ -59,7 +59,8 @@ class ModelConfig:
             raise ValueError(f"d_model={self.d_model} must be a multiple of n_head={self.n_head} (or set head_dim)")
         if self.head_dim is not None and self.head_dim < 1: raise ValueError(f"head_dim={self.head_dim}: must be at least 1 (or null)")
         if self.positions == "rotary" and self.head_size % 2:
-            raise ValueError(f"rotary positions need an even head size, got {self.head_size}")
+            raise ValueError(f"d_model={self.d_model}, n_head={self.n_head}, head_dim={self.head_dim}: rotary positions need an even "
+                             f"head size, got {self.head_size}; choose d_model / n_head even or set an even head_dim")
         for name in ("vocab_size", "max_len", "n_layer", "d_model", "n_head", "d_mlp"):
             if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: must be positive")
 
