@@ -1,4 +1,4 @@
-"""The profiles (params-paper.yaml, params-smoke.yaml) stay in step with the CPU defaults: same sections, same keys."""
+"""params.yaml is the one set of defaults: the profiles (params-paper.yaml, params-smoke.yaml) have its keys, the library its values."""
 from pathlib import Path
 
 import yaml
@@ -43,3 +43,29 @@ def test_paper_params_are_paper_scale():
     assert 60e6 <= n <= 75e6, n
     assert paper["train"]["training"]["batch_size"] == 256 and paper["train"]["training"]["optimizer"] == "adamw"
     assert paper["generate"]["n_unseen"] == 100 and paper["base"]["device"] == "cuda"
+
+
+def _listed(v):
+    "YAML lists as the dataclasses hold them (tuples)."
+    return tuple(v) if isinstance(v, list) else v
+
+
+def test_library_defaults_are_the_cpu_pipelines():
+    "Calling the library without settings gives params.yaml's recipe: one set of defaults, not two."
+    import dataclasses
+    from unseen.datasets import DataConfig
+    from unseen.interventions import VARIANTS, variant_settings
+    from unseen.model import ModelConfig
+    from unseen.train import TrainConfig
+    cpu = yaml.safe_load((ROOT / "params.yaml").read_text())
+    base, train, generate = cpu["base"], cpu["train"], cpu["generate"]
+    sections = {"train.model": (ModelConfig(), train["model"]),
+                "train.training": (TrainConfig(), {**train["training"], "device": base["device"], "dtype": base["dtype"]}),
+                "train.intervention": (variant_settings("reset")[1], train["intervention"]),
+                "generate": (DataConfig(), {**{k: v for k, v in generate.items() if k not in ("n_train_sweep", "problem")}, "n_train": base["n_train"]}),
+                "generate.problem": (DataConfig().problem, generate["problem"])}
+    for name, (config, values) in sections.items():
+        defaults = dataclasses.asdict(config)
+        differ = {k: (defaults[k], v) for k, v in values.items() if defaults[k] != _listed(v)}
+        assert not differ, f"{name}: library default vs params.yaml: {differ}"
+    assert all(i.get("reset_every") in (None, train["intervention"]["reset_every"]) for _, i in VARIANTS.values())

@@ -11,7 +11,8 @@ from unseen.tokens import STRUCTURE
 from unseen.train import TrainConfig, train
 
 SMALL = dict(n_layer=2, d_model=64, n_head=4, d_mlp=128)
-CFG = dict(steps=300, batch_size=32, warmup=20, log_every=25, checkpoint_every=20, monitor_problems=16)
+CFG = dict(steps=300, batch_size=32, warmup=20, log_every=25, checkpoint_every=20, monitor_problems=16,
+           schedule="cosine", lr=2e-3, min_lr_ratio=0.1, dtype="float32")   # a short cosine run in float32
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +34,8 @@ def test_same_seed_same_result(data, tmp_path):
     torch.set_num_threads(1)
     cfg = TrainConfig(**{**CFG, "steps": 40})
     for name in ("a", "b"):
-        train(data, tmp_path / name, intervention="copy_reset", model=SMALL, interventions={"reset_every": 15}, cfg=cfg, progress=False)
-    train(data, tmp_path / "c", intervention="copy_reset", seed=1, model=SMALL, interventions={"reset_every": 15}, cfg=cfg, progress=False)
+        train(data, tmp_path / name, variant="copy_reset", model=SMALL, intervention={"reset_every": 15}, cfg=cfg, progress=False)
+    train(data, tmp_path / "c", variant="copy_reset", seed=1, model=SMALL, intervention={"reset_every": 15}, cfg=cfg, progress=False)
     assert _same(_weights(tmp_path / "a"), _weights(tmp_path / "b"))
     assert not _same(_weights(tmp_path / "a"), _weights(tmp_path / "c"))
     assert (tmp_path / "a/log.csv").read_text() == (tmp_path / "b/log.csv").read_text()
@@ -44,7 +45,7 @@ SCRIPT = """
 import sys, torch
 from unseen.train import TrainConfig, train
 torch.set_num_threads(1)
-train(sys.argv[1], sys.argv[2], intervention="reset", model={model}, interventions={{"reset_every": 70}},
+train(sys.argv[1], sys.argv[2], variant="reset", model={model}, intervention={{"reset_every": 70}},
       cfg=TrainConfig(**{cfg}), progress=False)
 """
 
@@ -95,7 +96,7 @@ def test_a_checkpoint_of_another_configuration_is_not_resumed(data, tmp_path, ca
 
 def test_missing_data_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="dvc repro generate"):
-        train(tmp_path / "nothing", tmp_path / "out", cfg=TrainConfig(steps=1))
+        train(tmp_path / "nothing", tmp_path / "out", cfg=TrainConfig(steps=1, schedule="cosine"))
 
 
 def test_a_checkpoint_left_half_deleted_by_a_kill_does_not_block_the_next(data, tmp_path):
@@ -114,8 +115,8 @@ def test_resets_of_the_name_rows_keep_the_structure_rows(data, tmp_path):
     runs = {"none": ("standard", {}), "names": ("reset", {"reset_every": 10, "reset_rows": "names"}),
             "all": ("reset", {"reset_every": 10})}
     wte = {}
-    for name, (variant, interventions) in runs.items():
-        train(data, tmp_path / name, intervention=variant, model=SMALL, interventions=interventions, cfg=cfg, progress=False)
+    for name, (variant, overrides) in runs.items():
+        train(data, tmp_path / name, variant=variant, model=SMALL, intervention=overrides, cfg=cfg, progress=False)
         wte[name] = _weights(tmp_path / name)["wte.weight"]
     k = len(STRUCTURE)
     assert torch.equal(wte["names"][:k], wte["none"][:k])
@@ -129,7 +130,7 @@ def test_no_reset_in_a_runs_last_cycle(data, tmp_path):
     wte = {}
     for steps in (20, 25, 30):
         cfg = TrainConfig(**{**CFG, "steps": steps, "lr": 0.0, "checkpoint_every": 0})
-        train(data, tmp_path / str(steps), intervention="reset", model=SMALL, interventions={"reset_every": 10}, cfg=cfg, progress=False)
+        train(data, tmp_path / str(steps), variant="reset", model=SMALL, intervention={"reset_every": 10}, cfg=cfg, progress=False)
         wte[steps] = _weights(tmp_path / str(steps))["wte.weight"]
     assert torch.equal(wte[25], wte[20])
     assert not torch.equal(wte[30], wte[20])            # 30 steps: re-drawn at 10 and 20

@@ -19,10 +19,12 @@ from unseen.evaluate import evaluate, evaluate_scenarios
 from unseen.experiments import resolve_experiment
 from unseen.train import load_model, train
 
-# the base of every spec, so a spec names only what it changes: params.yaml's model with heads of d_model / n_head
-# (params.yaml itself sets head_dim 32: a spec says `"model": {"head_dim": 32}`), and its optimiser
-PIPELINE_MODEL = {"n_layer": 2, "d_model": 64, "n_head": 4, "d_mlp": 256, "positions": "rotary"}
-PIPELINE_TRAINING = {"lr": 3e-3, "dtype": "bfloat16", "log_every": 100, "checkpoint_every": 0}
+# the base every spec of runs.jsonl was run against, so a spec names only what it changes and a recorded spec
+# reruns as it ran: params.yaml's model with heads of d_model / n_head (params.yaml sets head_dim 32: a spec says
+# `"model": {"head_dim": 32}`), and a cosine schedule over 3,500 steps (a spec says `"schedule": "trigger"`, ...)
+PIPELINE_MODEL = {"n_layer": 2, "d_model": 64, "n_head": 4, "head_dim": None, "d_mlp": 256, "positions": "rotary"}
+PIPELINE_TRAINING = {"steps": 3500, "lr": 3e-3, "schedule": "cosine", "min_lr_ratio": 0.1, "decay_steps": 1000,
+                     "dtype": "bfloat16", "log_every": 100, "checkpoint_every": 0}
 
 
 def dataset(out: Path, spec: dict) -> Path:
@@ -53,8 +55,8 @@ def main():
     exp = resolve_experiment(args.name, {args.name: entry}, n_train=spec.get("n_train", 1000), model=PIPELINE_MODEL,
                              training=PIPELINE_TRAINING)
     start = time.time()
-    metrics = train(data, out / args.name, intervention=exp.variant, seed=spec.get("seed", 0), model=exp.model,
-                    interventions=exp.intervention, cfg=exp.training, progress=False)
+    metrics = train(data, out / args.name, variant=exp.variant, seed=spec.get("seed", 0), model=exp.model,
+                    intervention=exp.intervention, cfg=exp.training, progress=False)
     model = load_model(out / args.name / "model.safetensors")
     valid = evaluate(model, load_sequences(data / "valid.safetensors"))
     result = {"name": args.name, "minutes": round((time.time() - start) / 60, 1), "steps": metrics["step"],

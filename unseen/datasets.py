@@ -23,9 +23,9 @@ __all__ = ['CHUNK', 'SPLITS', 'DataConfig', 'training_set', 'validation_set', 's
 @dataclass(frozen=True)
 class DataConfig:
     "Everything that defines the datasets of one run."
-    n_train: int = 100             # seen variable names (the data-diversity knob)
+    n_train: int = 1000            # seen variable names (the data-diversity knob)
     n_unseen: int = 100            # unseen variable names, only in test scenarios 2 and 3
-    cot_format: str = "rules"      # token format of prompt and chain of thought: see `unseen.tokens`
+    cot_format: str = "derived"    # token format of prompt and chain of thought: see `unseen.tokens`
     train_problems: int = 200_000  # training problems (all names seen)
     test_problems: int = 500       # problems per test scenario
     valid_problems: int = 500      # validation problems: the training distribution (seen names), their own seed

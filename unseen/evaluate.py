@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from .tokens import Vocab, Sequences, PAD, EOS, COMMA, DOT, QMARK, EQUALS, TRUE, FALSE, COT_FORMATS, SCENARIOS
 from .datasets import load_sequences, load_metadata
-from .interventions import redraw_rows, variant as variant_recipe
+from .interventions import redraw_rows, variant_settings
 
 # %% auto #0
 __all__ = ['KINDS', 'STRUCTURE_KIND', 'COPY_SEEN', 'COPY_UNSEEN', 'NEXT_RULE_SEEN', 'NEXT_RULE_UNSEEN', 'ANSWER', 'PROMPT',
@@ -168,7 +168,7 @@ KINDS = ("structure", "copy_seen", "copy_unseen", "next_rule_seen", "next_rule_u
 STRUCTURE_KIND, COPY_SEEN, COPY_UNSEEN, NEXT_RULE_SEEN, NEXT_RULE_UNSEEN, ANSWER = range(len(KINDS))
 PROMPT = -1  # kind of a prompt token (not predicted)
 
-def token_kinds(seqs: Sequences, vocab: Vocab, cot_format: str = "rules") -> np.ndarray:
+def token_kinds(seqs: Sequences, vocab: Vocab, cot_format: str = "derived") -> np.ndarray:
     "Kind (index into `KINDS`, `PROMPT` for prompt tokens) of every token of `seqs` as a target, aligned with `seqs.tokens`."
     if cot_format not in COT_FORMATS: raise ValueError(f"cot_format={cot_format!r}: expected one of {COT_FORMATS}")
     tokens, lengths = seqs.tokens.astype(np.int64), np.diff(seqs.offsets).astype(np.int64)
@@ -215,7 +215,7 @@ def teacher_forced(model: nn.Module, seqs: Sequences, batch_size: int = 256, dev
     bar.close()
     return pred, loss
 
-def diagnose(model: nn.Module, seqs: Sequences, vocab: Vocab, cot_format: str = "rules", batch_size: int = 256,
+def diagnose(model: nn.Module, seqs: Sequences, vocab: Vocab, cot_format: str = "derived", batch_size: int = 256,
              device=None, progress: bool = False) -> dict:
     "Teacher-forced accuracy, loss and token count per kind of target token (and over all target tokens), as a JSON-able dict."
     kinds = token_kinds(seqs, vocab, cot_format)
@@ -268,7 +268,7 @@ def evaluate_run(model: nn.Module, data_dir, variant: str, seed: int = 0, batch_
     decoded = evaluate_scenarios(model, data_dir, batch_size=batch_size, device=device)
     diagnosis = diagnose_scenarios(model, data_dir, batch_size=batch_size, device=device)
     valid = evaluate(model, load_sequences(Path(data_dir) / "valid.safetensors"), batch_size=batch_size, device=device)
-    if variant_recipe(variant)[1].reset_every: decoded.update(evaluate_redrawn(model, data_dir, seed, batch_size, device))
+    if variant_settings(variant)[1].reset_every: decoded.update(evaluate_redrawn(model, data_dir, seed, batch_size, device))
     return valid, decoded, diagnosis
 
 # %% ../nbs/05_evaluate.ipynb #10d9a875

@@ -29,7 +29,7 @@ class Experiment:
 
 # %% ../nbs/04a_experiments.ipynb #477a1909
 def resolve_experiment(name: str, experiments: dict, n_train: int, model: dict | None = None, intervention: dict | None = None,
-                       training: dict | None = None, device: str = "cpu", dtype: str = "float32") -> Experiment:
+                       training: dict | None = None, device: str = "cpu", dtype: str = "bfloat16") -> Experiment:
     "Experiment `name` of `experiments`: the sections of `train` with the experiment's own settings over them."
     if experiments and name not in experiments:
         raise ValueError(f"unknown experiment {name!r}: train.experiments in params.yaml has {sorted(experiments)}")
@@ -49,7 +49,7 @@ def train_experiment(exp: Experiment, seed: int, data_dir="runs/data", out_dir=N
                      progress=True) -> dict:
     "Train seed `seed` of `exp` on its dataset under `data_dir`; its metrics, also written to `out_dir/metrics.json`."
     data, out = Path(data_dir) / f"n{exp.n_train}", run_dir(exp.name, seed, out_dir)
-    metrics = train(data, out, intervention=exp.variant, seed=seed, model=exp.model, interventions=exp.intervention,
+    metrics = train(data, out, variant=exp.variant, seed=seed, model=exp.model, intervention=exp.intervention,
                     cfg=exp.training, checkpoint_dir=Path(checkpoint_root) / out.name, progress=progress)
     metrics.update(run=exp.name, n_train=exp.n_train, data_dir=str(data))
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1))

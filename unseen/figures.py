@@ -29,7 +29,7 @@ def collect_logs(train_dir="runs/train") -> pd.DataFrame:
     frames = []
     for run, seed, path in run_files(train_dir, "log.csv"):
         info = json.loads(path.with_name("metrics.json").read_text()) if path.with_name("metrics.json").exists() else {}
-        frames.append(pd.read_csv(path).assign(run=run, seed=seed, variant=info.get("intervention", run), n_train=info.get("n_train")))
+        frames.append(pd.read_csv(path).assign(run=run, seed=seed, variant=info.get("variant", run), n_train=info.get("n_train")))
     if not frames: raise FileNotFoundError(f"no training logs under {train_dir}: run the train stages first (dvc repro)")
     return pd.concat(frames, ignore_index=True)
 

@@ -11,7 +11,7 @@ from .model import Transformer, ModelConfig, init_embeddings
 from .config import check_fields
 
 # %% auto #0
-__all__ = ['VARIANTS', 'InterventionConfig', 'variant', 'embedding_parameters', 'freeze_embeddings', 'reset_embeddings',
+__all__ = ['VARIANTS', 'InterventionConfig', 'variant_settings', 'embedding_parameters', 'freeze_embeddings', 'reset_embeddings',
            'redraw_rows']
 
 # %% ../nbs/03_interventions.ipynb #975a2e37
@@ -42,14 +42,17 @@ VARIANTS = {
     "standard":    ({}, {}),
     "copy":        ({"copy": "embed"}, {}),
     "freeze":      ({}, {"freeze": True}),
-    "reset":       ({}, {"reset_every": 600}),
+    "reset":       ({}, {"reset_every": 500}),
     "copy_freeze": ({"copy": "embed"}, {"freeze": True}),
-    "copy_reset":  ({"copy": "embed"}, {"reset_every": 600}),
+    "copy_reset":  ({"copy": "embed"}, {"reset_every": 500}),
 }
 
-def variant(name: str, model: dict | None = None, intervention: dict | None = None):
+def variant_settings(name: str, model: dict | None = None, intervention: dict | None = None):
     "The `ModelConfig` keyword overrides and `InterventionConfig` of a named variant, plus explicit overrides."
-    if name not in VARIANTS: raise ValueError(f"intervention={name!r}: expected one of {sorted(VARIANTS)}")
+    if name not in VARIANTS: raise ValueError(f"variant={name!r}: expected one of {sorted(VARIANTS)}")
+    for key, value in (("model", model), ("intervention", intervention)):
+        if value is not None and not isinstance(value, dict):   # e.g. a variant name where its overrides go
+            raise TypeError(f"{key}={value!r}: expected a dict of {key} overrides (the variant goes in `variant`)")
     m, i = VARIANTS[name]
     intervention = dict(intervention or {})
     if not i.get("reset_every"):  # the reset schedule (one params.yaml entry for all variants) only tunes those that reset

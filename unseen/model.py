@@ -23,13 +23,13 @@ EMBED_INITS = ("gaussian", "orthogonal")
 @dataclass
 class ModelConfig:
     "Shape and options of the transformer."
-    vocab_size: int = 210           # structure tokens + seen + unseen names
+    vocab_size: int = 1110          # 10 structure tokens + 1000 seen + 100 unseen names (`unseen.tokens.Vocab()`)
     max_len: int = 64               # longest sequence (learned/sinusoidal positions)
     n_layer: int = 2                # transformer blocks
-    d_model: int = 128              # residual width
+    d_model: int = 64               # residual width
     n_head: int = 4                 # attention heads per block
-    head_dim: int | None = None     # width of each head; None: d_model // n_head (wider heads match tokens more precisely)
-    d_mlp: int = 512                # MLP hidden width
+    head_dim: int | None = 32       # width of each head; None: d_model // n_head (wider heads match tokens more precisely)
+    d_mlp: int = 256                # MLP hidden width
     dropout: float = 0.0            # dropout on attention output and MLP
     positions: str = "rotary"       # rotary | learned | sinusoidal | none
     tied: bool = True               # unembedding = embedding (as in the paper and Gemma)

@@ -19,7 +19,7 @@ PAD, BOS, EOS, COMMA, DOT, QMARK, EQUALS, ARROW, TRUE, FALSE = range(len(STRUCTU
 @dataclass(frozen=True)
 class Vocab:
     "Token ids: structure tokens, then seen names `s*`, then unseen names `u*`."
-    n_train: int = 100   # seen variable names: the training vocabulary
+    n_train: int = 1000  # seen variable names: the training vocabulary
     n_unseen: int = 100  # unseen variable names: never in training data
 
     def __post_init__(self):
@@ -89,7 +89,7 @@ def _rule_tokens(batch: ProblemBatch, names: np.ndarray, cot_format: str):
         parts.insert(1, np.full((N, R, 1), ARROW)); masks.insert(1, present[..., None])
     return np.concatenate(parts, -1), np.concatenate(masks, -1)
 
-def serialize(batch: ProblemBatch, names: np.ndarray, cot_format: str = "rules") -> Sequences:
+def serialize(batch: ProblemBatch, names: np.ndarray, cot_format: str = "derived") -> Sequences:
     "Write each problem with variable `v` of row `i` named `names[i, v]`, as prompt + chain of thought + answer."
     if cot_format not in COT_FORMATS: raise ValueError(f"cot_format={cot_format!r}: expected one of {COT_FORMATS}")
     N, R, B = batch.rule_body.shape

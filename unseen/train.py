@@ -17,7 +17,7 @@ from .tokens import Sequences, Vocab, STRUCTURE, PAD, TRUE, FALSE
 from .datasets import load_sequences, load_metadata
 from .model import Transformer, ModelConfig
 from .geometry import mean_pairwise_cosine
-from .interventions import InterventionConfig, freeze_embeddings, reset_embeddings, variant
+from .interventions import InterventionConfig, freeze_embeddings, reset_embeddings, variant_settings
 from .config import check_fields
 
 # %% auto #0
@@ -28,21 +28,21 @@ __all__ = ['ANSWERS', 'TrainConfig', 'batch_at', 'batch_from', 'target_loss', 'c
 @dataclass(frozen=True)
 class TrainConfig:
     "Optimisation, logging and checkpointing of one training run."
-    steps: int = 3500              # optimiser steps (schedule trigger: the most a run may take)
+    steps: int = 9000              # optimiser steps (schedule trigger: the most a run may take)
     batch_size: int = 64           # problems per step
     optimizer: str = "adamw"       # adamw | sgd (plain SGD for the theory checks)
-    lr: float = 2e-3               # peak learning rate
+    lr: float = 3e-3               # peak learning rate
     betas: tuple = (0.9, 0.95)     # AdamW betas (SGD: betas[0] is the momentum)
     weight_decay: float = 0.1      # L2 / decoupled weight decay on matrices, embeddings included
     warmup: int = 200              # linear warm-up steps
-    min_lr_ratio: float = 0.1      # the decay ends at this fraction of lr
-    schedule: str = "cosine"       # cosine: decay over all `steps` | trigger: hold lr until the validation split reaches `trigger_at`, then decay
+    min_lr_ratio: float = 0.02     # the decay ends at this fraction of lr
+    schedule: str = "trigger"      # cosine: decay over all `steps` | trigger: hold lr until the validation split reaches `trigger_at`, then decay
     trigger_metric: str = "answer_acc"  # trigger: what is read on the validation split: answer_acc | seq_acc | token_acc (teacher-forced)
     trigger_at: float = 0.95       # trigger: the value of `trigger_metric`, at a log row, that starts the decay
-    decay_steps: int = 1000        # trigger: steps of the cosine decay after the trigger; the run stops at its end
+    decay_steps: int = 3000        # trigger: steps of the cosine decay after the trigger; the run stops at its end
     grad_clip: float = 1.0         # max gradient norm (0: no clipping)
     answer_weight: float = 1.0     # weight of the answer token (T/F) in the loss; the other targets weigh 1
-    dtype: str = "float32"         # float32 | bfloat16 (autocast)
+    dtype: str = "bfloat16"        # float32 | bfloat16 (autocast)
     device: str = "cpu"            # cpu | cuda
     threads: int = 1               # torch threads on CPU: one per run, runs in parallel, is fastest here
     log_every: int = 100           # steps between log rows (loss, accuracy, collapse statistics)
@@ -222,11 +222,11 @@ def fingerprint(*configs) -> str:
     text = json.dumps([dataclasses.asdict(c) if dataclasses.is_dataclass(c) else c for c in configs], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-def train(data_dir, out_dir, intervention: str = "standard", seed: int = 0, model: dict | None = None,
-          interventions: dict | None = None, cfg: TrainConfig = TrainConfig(), checkpoint_dir=None, progress=True) -> dict:
+def train(data_dir, out_dir, variant: str = "standard", seed: int = 0, model: dict | None = None,
+          intervention: dict | None = None, cfg: TrainConfig = TrainConfig(), checkpoint_dir=None, progress=True) -> dict:
     "Train one variant on the datasets in `data_dir`; write log, weights and metrics to `out_dir`."
     data_dir, out_dir = Path(data_dir), Path(out_dir)
-    model_kwargs, iv = variant(intervention, model, interventions)        # bad names fail before any work
+    model_kwargs, iv = variant_settings(variant, model, intervention)   # bad names fail before any work
     train_set = load_sequences(data_dir / "train.safetensors")
     data_cfg = load_metadata(data_dir / "train.safetensors")["config"]
     vocab = Vocab(data_cfg["n_train"], data_cfg["n_unseen"])
@@ -252,7 +252,7 @@ def train(data_dir, out_dir, intervention: str = "standard", seed: int = 0, mode
     if start == 0: rows = [{"step": 0, "lr": 0.0, "loss": float("nan"), **monitor(net, sets, vocab, cfg.device), **collapse_stats(net, vocab)}]
     end = min(cfg.steps, trigger + cfg.decay_steps) if trigger is not None else cfg.steps   # a resumed run may be past its trigger
     # a bar updated by hand: a run that triggers ends early, and the bar shows the step it ends at
-    bar = progress_bar(desc=f"train {intervention} s{seed}", disable=not progress, initial=start, total=end)
+    bar = progress_bar(desc=f"train {variant} s{seed}", disable=not progress, initial=start, total=end)
     for step in range(start + 1, end + 1):
         lr = cfg.lr_at(step, trigger)
         for g in opt.param_groups: g["lr"] = lr
@@ -284,7 +284,7 @@ def train(data_dir, out_dir, intervention: str = "standard", seed: int = 0, mode
     _write_log(out_dir / "log.csv", rows)   # again: a run resumed from its last checkpoint takes no step, and DVC deleted the log
     save_weights(net, out_dir / "model.safetensors")
     metrics = {k: (float(v) if k != "step" else int(v)) for k, v in rows[-1].items()}
-    metrics.update(intervention=intervention, seed=seed, parameters=net.n_params())
+    metrics.update(variant=variant, seed=seed, parameters=net.n_params())
     if cfg.schedule == "trigger": metrics.update(trigger_step=trigger, triggered=triggered)
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=1))
     return metrics
