@@ -69,3 +69,4 @@ def test_library_defaults_are_the_cpu_pipelines():
         differ = {k: (defaults[k], v) for k, v in values.items() if defaults[k] != _listed(v)}
         assert not differ, f"{name}: library default vs params.yaml: {differ}"
     assert all(i.get("reset_every") in (None, train["intervention"]["reset_every"]) for _, i in VARIANTS.values())
+    assert ModelConfig().vocab_size == len(DataConfig().vocab)   # a literal in model.py, which does not import the tokens
