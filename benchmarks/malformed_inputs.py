@@ -60,7 +60,7 @@ STAGE_CASES = [
     ("generate", ["train_problems=abc"], "train_problems"), ("generate", ["train_problems=0"], "train_problems"),
     ("generate", ["test_problems=-1"], "test_problems"), ("generate", ["test_problems=2.5"], "test_problems"),
     ("generate", ["n_unseen=-1"], "n_unseen"), ("generate", ["cot_format=prose"], "cot_format"),
-    ("generate", ["n_train_sweep=5"], "n_train_sweep"), ("generate", ["problem.n_vars=five"], "n_vars"),
+    ("generate", ["experiments=5"], "experiments"), ("generate", ["problem.n_vars=five"], "n_vars"),
     ("generate", ["problem.n_facts=[0, 1]"], "n_facts"), ("generate", ["problem.body_sise=[1, 1]"], "body_sise"),
     ("generate", ["problem.distractor_heads=some"], "distractor_heads"), ("generate", ["seed=abc"], "seed"),
     ("generate", ["n_train=3"], "n_train"), ("generate", ["problem.depth=[3, 1]"], "depth"),

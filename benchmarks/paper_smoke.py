@@ -39,7 +39,7 @@ from unseen.train import load_model
 
 def generate(params: dict, data_dir: Path, train_problems: int) -> float:
     "The datasets of the main vocabulary, as the generate stage makes them, with `train_problems` training problems; seconds."
-    base, section = params["base"], {k: v for k, v in params["generate"].items() if k != "n_train_sweep"}
+    base, section = params["base"], params["generate"]
     cfg = DataConfig.from_dict({**section, "n_train": base["n_train"], "train_problems": train_problems})
     t = time.perf_counter()
     generate_datasets(cfg, base["seed"], data_dir / f"n{base['n_train']}", progress=False)

@@ -121,3 +121,26 @@ def test_stage_notebooks_are_thin():
     "A stage is its parameters, a few library calls and its outputs; what it computes lives, with its lessons, in nbs/."
     thick = {p.name: n for p in sorted((ROOT / "nbs" / "stages").glob("*.ipynb")) if (n := code_lines(p)) > 40}
     assert not thick, f"stage notebooks over 40 code lines (move the logic into a library notebook): {thick}"
+
+
+@pytest.mark.slow
+def test_an_experiment_with_a_new_dataset_reruns_no_other_training(tmp_path):
+    "Each train and evaluate cell depends on its experiment's dataset manifest, not on the whole of runs/data."
+    _copy_working_tree(tmp_path)
+    one = {"standard": {"variant": "standard"}}
+    _smoke_params(tmp_path, extra={"train": {"experiments": one}})
+    dvc = lambda *args: _run([str(BIN / "dvc"), *args], tmp_path)
+    r = dvc("repro", "evaluate@standard-0")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    manifest = tmp_path / "runs/data/for/standard.json"
+    before = manifest.read_bytes()
+    # a new experiment on a size no other experiment uses: a new dataset (n50) and its manifest
+    _smoke_params(tmp_path, extra={"train": {"experiments": {**one, "freeze-n50": {"variant": "freeze", "n_train": 50}}}})
+    r = dvc("repro", "evaluate@freeze-n50-0", "evaluate@standard-0")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "Running stage 'generate'" in r.stdout and "Running stage 'train@freeze-n50-0'" in r.stdout, r.stdout
+    assert "Running stage 'train@standard-0'" not in r.stdout and "Running stage 'evaluate@standard-0'" not in r.stdout, r.stdout
+    assert manifest.read_bytes() == before
+    assert json.loads((tmp_path / "runs/data/for/freeze-n50.json").read_text())["dataset"] == "n50"
+    assert (tmp_path / "runs/data/n50/train.safetensors").exists()
+    assert json.loads((tmp_path / "runs/train/freeze-n50-s0/metrics.json").read_text())["n_train"] == 50

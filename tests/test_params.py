@@ -62,7 +62,7 @@ def test_library_defaults_are_the_cpu_pipelines():
     sections = {"train.model": (ModelConfig(), train["model"]),
                 "train.training": (TrainConfig(), {**train["training"], "device": base["device"], "dtype": base["dtype"]}),
                 "train.intervention": (variant_settings("reset")[1], train["intervention"]),
-                "generate": (DataConfig(), {**{k: v for k, v in generate.items() if k not in ("n_train_sweep", "problem")}, "n_train": base["n_train"]}),
+                "generate": (DataConfig(), {**{k: v for k, v in generate.items() if k != "problem"}, "n_train": base["n_train"]}),
                 "generate.problem": (DataConfig().problem, generate["problem"])}
     for name, (config, values) in sections.items():
         defaults = dataclasses.asdict(config)

@@ -15,7 +15,6 @@ from pipeline_helpers import BIN, ROOT, _copy_working_tree, _run, _smoke_params
 # On top of the smoke parameters: one matrix cell and a Gemma analysis of the small MiniLM only,
 # so that the whole pipeline (every stage in dvc.yaml) runs in about half a minute.
 REMOTE_SMOKE = {
-    "generate": {"n_train_sweep": []},
     "train": {"experiments": {"standard": {"variant": "standard"},   # the figures read these two
                               "standard-untied": {"variant": "standard", "model": {"tied": False}}}},
     "figures": {"variants": ["standard"], "untied": "standard-untied", "no_decay": "standard", "forgetting": {},

@@ -4,7 +4,7 @@
 
 # %% ../nbs/01a_datasets.ipynb #9bf4ab31
 from __future__ import annotations
-import dataclasses, json, shutil
+import dataclasses, hashlib, json, shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -17,7 +17,8 @@ from .config import check_fields
 
 # %% auto #0
 __all__ = ['CHUNK', 'SPLITS', 'DataConfig', 'training_set', 'validation_set', 'scenario_sets', 'save_sequences', 'load_sequences',
-           'load_metadata', 'split_stats', 'overlap', 'generate_datasets', 'plot_stats']
+           'load_metadata', 'split_stats', 'overlap', 'generate_datasets', 'experiment_n_train', 'dataset_sizes',
+           'manifest_path', 'dataset_md5', 'write_manifests', 'plot_stats']
 
 # %% ../nbs/01a_datasets.ipynb #37250819
 @dataclass(frozen=True)
@@ -147,6 +148,39 @@ def generate_datasets(cfg: DataConfig, seed: int, out_dir, progress=True) -> dic
     if out_dir.exists(): shutil.rmtree(out_dir)
     tmp.rename(out_dir)
     return stats
+
+# %% ../nbs/01a_datasets.ipynb #f8b56d61
+def experiment_n_train(name: str, spec, n_train: int) -> int:
+    "The training vocabulary of experiment `name` (`spec`: its entry of train.experiments): its own `n_train`, else `n_train`."
+    if spec is None: return n_train
+    if not isinstance(spec, dict): raise ValueError(f"experiment {name!r} is {spec!r}: expected a mapping such as {{variant: standard}}")
+    return spec.get("n_train", n_train)
+
+def dataset_sizes(experiments: dict, n_train: int) -> list:
+    "The training vocabularies that `experiments` train on: `n_train` first, then each experiment's own, without repeats."
+    return list(dict.fromkeys([n_train, *(experiment_n_train(name, spec, n_train) for name, spec in experiments.items())]))
+
+def manifest_path(data_dir, name: str) -> Path:
+    "Where the generate stage says which dataset experiment `name` trains on."
+    return Path(data_dir) / "for" / f"{name}.json"
+
+def dataset_md5(path) -> str:
+    "A content hash of the dataset directory `path`: its data files (not its figures), by name and bytes."
+    h = hashlib.md5()
+    for f in sorted(p for p in Path(path).iterdir() if p.is_file() and p.suffix != ".png"):
+        h.update(f.name.encode() + b"\0" + hashlib.md5(f.read_bytes()).hexdigest().encode() + b"\n")
+    return h.hexdigest()
+
+def write_manifests(experiments: dict, n_train: int, data_dir) -> dict:
+    "For each experiment, `manifest_path`: its `n_train`, its dataset under `data_dir` and that dataset's `dataset_md5`."
+    hashes, manifests = {}, {}
+    for name, spec in experiments.items():
+        n = experiment_n_train(name, spec, n_train)
+        if n not in hashes: hashes[n] = dataset_md5(Path(data_dir) / f"n{n}")
+        manifests[name] = {"experiment": name, "n_train": n, "dataset": f"n{n}", "md5": hashes[n]}
+        manifest_path(data_dir, name).parent.mkdir(parents=True, exist_ok=True)
+        manifest_path(data_dir, name).write_text(json.dumps(manifests[name], indent=1) + "\n")
+    return manifests
 
 # %% ../nbs/01a_datasets.ipynb #f86c2f94
 def plot_stats(stats: dict):

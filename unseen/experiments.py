@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
+from .datasets import experiment_n_train
 from .train import TrainConfig, train
 
 # %% auto #0
-__all__ = ['EXPERIMENT_KEYS', 'Experiment', 'resolve_experiment', 'run_dir', 'train_experiment', 'plot_training']
+__all__ = ['EXPERIMENT_KEYS', 'Experiment', 'experiment_entry', 'resolve_experiment', 'run_dir', 'train_experiment',
+           'plot_training']
 
 # %% ../nbs/04a_experiments.ipynb #5657c8b5
 EXPERIMENT_KEYS = ("variant", "n_train", "model", "intervention", "training")   # what an entry of train.experiments may set
@@ -28,16 +30,22 @@ class Experiment:
     training: TrainConfig = TrainConfig()
 
 # %% ../nbs/04a_experiments.ipynb #477a1909
+def experiment_entry(name: str, experiments: dict) -> dict:
+    "The entry of experiment `name`, its keys checked; with no experiments at all, the name is a variant."
+    if experiments and name not in experiments:
+        raise ValueError(f"unknown experiment {name!r}: train.experiments in params.yaml has {sorted(experiments)}")
+    spec = experiments.get(name) or {"variant": name}
+    if not isinstance(spec, dict): raise ValueError(f"experiment {name!r} is {spec!r}: expected a mapping such as {{variant: standard}}")
+    unknown = set(spec) - set(EXPERIMENT_KEYS)
+    if unknown: raise ValueError(f"experiment {name!r}: unknown key {sorted(unknown)[0]!r} (expected {', '.join(EXPERIMENT_KEYS)})")
+    return spec
+
 def resolve_experiment(name: str, experiments: dict, n_train: int, model: dict | None = None, intervention: dict | None = None,
                        training: dict | None = None, device: str = "cpu", dtype: str = "bfloat16") -> Experiment:
     "Experiment `name` of `experiments`: the sections of `train` with the experiment's own settings over them."
-    if experiments and name not in experiments:
-        raise ValueError(f"unknown experiment {name!r}: train.experiments in params.yaml has {sorted(experiments)}")
-    spec = experiments.get(name) or {"variant": name}     # no experiments at all: the name is a variant
-    unknown = set(spec) - set(EXPERIMENT_KEYS)
-    if unknown: raise ValueError(f"experiment {name!r}: unknown key {sorted(unknown)[0]!r} (expected {', '.join(EXPERIMENT_KEYS)})")
+    spec = experiment_entry(name, experiments)
     cfg = TrainConfig(**{"device": device, "dtype": dtype, **(training or {}), **spec.get("training", {})})
-    return Experiment(name, spec.get("variant", name), spec.get("n_train", n_train), {**(model or {}), **spec.get("model", {})},
+    return Experiment(name, spec.get("variant", name), experiment_n_train(name, spec, n_train), {**(model or {}), **spec.get("model", {})},
                       {**(intervention or {}), **spec.get("intervention", {})}, cfg)
 
 # %% ../nbs/04a_experiments.ipynb #8bb33189

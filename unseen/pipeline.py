@@ -10,7 +10,7 @@ import yaml
 from .config import check_value
 
 # %% auto #0
-__all__ = ['RUN_SETTINGS', 'EXPERIMENT_KEYS', 'BASE_CHECKS', 'OUTPUT_DIRS', 'load_params', 'notebook_parameters',
+__all__ = ['RUN_SETTINGS', 'EXPERIMENT_KEYS', 'BASE_CHECKS', 'SHARED', 'OUTPUT_DIRS', 'load_params', 'notebook_parameters',
            'declared_parameters', 'deep_merge', 'set_key', 'check_matrix', 'stage_parameters', 'pipeline_call',
            'dvc_stage', 'stage_outputs', 'tracked_outputs', 'check_by_hand', 'output_dir', 'writing', 'run_stage',
            'parse_overrides', 'main']
@@ -73,6 +73,7 @@ def check_matrix(params: dict):
 # %% ../nbs/10_pipeline.ipynb #349402a4
 EXPERIMENT_KEYS = ("n_train", "model", "intervention", "training")   # what an experiment may set beside its variant
 BASE_CHECKS = {"seed": ("int", 0), "n_train": ("int", 1), "device": ("str", None), "dtype": ("str", ["float32", "bfloat16"])}
+SHARED = {"experiments": ("train", "experiments")}   # parameter -> the one key it is read from, for every stage that declares it
 
 def _type_name(default) -> str:
     "The annotation a value of the notebook's default's type is checked against (`''`: anything)."
@@ -80,15 +81,17 @@ def _type_name(default) -> str:
     return {bool: "bool", int: "int", float: "float", str: "str", list: "list", tuple: "list", dict: "dict"}.get(type(default), "")
 
 def stage_parameters(name: str, params: dict, declared, overrides: dict | None = None, matrix=()) -> dict:
-    "The papermill parameters of stage `name`: declared `base` keys, then its section, then `overrides` (dotted keys)."
+    "The papermill parameters of stage `name`: declared `base` and `SHARED` keys, then its section, then `overrides` (dotted keys)."
     if name not in params: raise KeyError(f"params.yaml has no section {name!r}; sections: {sorted(params)}")
     defaults = declared if isinstance(declared, dict) else dict.fromkeys(declared, ...)
     section, base = params[name], params.get("base") or {}
     if not isinstance(section, dict):
         raise ValueError(f"params.yaml section {name!r} is {section!r}: it must be a mapping of the stage's parameters "
-                         f"({', '.join(sorted(k for k in defaults if k not in base and not _exempt(k)))})")
-    origin = {**{k: f"base.{k}" for k in base}, **{k: f"{name}.{k}" for k in section}}
-    out = deep_merge({k: v for k, v in base.items() if k in defaults}, section)
+                         f"({', '.join(sorted(k for k in defaults if k not in base and k not in SHARED and not _exempt(k)))})")
+    # a SHARED key is read where it lives (generate makes the datasets of train.experiments), so it has one copy
+    shared = {k: params[s][key] for k, (s, key) in SHARED.items() if k in defaults and isinstance(params.get(s), dict) and key in params[s]}
+    origin = {**{k: f"base.{k}" for k in base}, **{k: ".".join(SHARED[k]) for k in shared}, **{k: f"{name}.{k}" for k in section}}
+    out = deep_merge(deep_merge({k: v for k, v in base.items() if k in defaults}, shared), section)
     for key, value in (overrides or {}).items():
         set_key(out, key, value); origin[key.split(".")[0]] = f"-p {key.split('.')[0]}"
     unknown = sorted(set(out) - set(defaults))
@@ -101,7 +104,8 @@ def stage_parameters(name: str, params: dict, declared, overrides: dict | None =
         if key not in out:
             if key in matrix: raise ValueError(f"parameter {key!r} of stage {name!r} comes from the matrix in dvc.yaml: pass -p {key}=VALUE")
             if not _exempt(key):
-                raise ValueError(f"params.yaml has no key {name}.{key}" + (f" (nor base.{key})" if key in BASE_CHECKS else "")
+                where = ".".join(SHARED[key]) if key in SHARED else f"{name}.{key}"
+                raise ValueError(f"params.yaml has no key {where}" + (f" (nor base.{key})" if key in BASE_CHECKS else "")
                                  + ": add it (the notebook's default is for running it by hand only)")
             continue
         fix = "the -p value" if origin.get(key, "").startswith("-p") else "params.yaml"
