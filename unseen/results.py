@@ -41,7 +41,7 @@ def run_files(root, filename):
         yield run, int(seed), path
 
 def collect(eval_dir="runs/eval") -> pd.DataFrame:
-    "One row per (run, seed, scenario): exact match and answer accuracy, with the run's variant and n_train."
+    "One row per (run, seed, scenario): exact match and answer accuracy, with the run's variant and n_train, and for runs with resets also right after a re-draw."
     rows = []
     for run, seed, path in run_files(eval_dir, "metrics.json"):
         m = json.loads(path.read_text())
@@ -49,7 +49,9 @@ def collect(eval_dir="runs/eval") -> pd.DataFrame:
         info = json.loads(details.read_text()) if details.exists() else {}
         for s in ("s1", "s2", "s3"):
             rows.append({"run": run, "variant": info.get("variant", run), "n_train": info.get("n_train"), "seed": seed,
-                         "scenario": s, "exact_match": m[f"{s}_exact_match"], "answer": m[f"{s}_answer"]})
+                         "scenario": s, "exact_match": m[f"{s}_exact_match"], "answer": m[f"{s}_answer"],
+                         # scenarios 2 and 3 of a run with resets, read right after a fresh draw of its unseen rows (else NaN)
+                         "redrawn_exact_match": m.get(f"{s}_redrawn_exact_match"), "redrawn_answer": m.get(f"{s}_redrawn_answer")})
     if not rows: raise FileNotFoundError(f"no evaluation metrics under {eval_dir}: run the evaluate stages first (dvc repro)")
     return pd.DataFrame(rows)
 
@@ -85,21 +87,14 @@ def markdown_table(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 # %% ../nbs/09_results.ipynb #4b9e2f61
-def redrawn_table(eval_dir, experiments, metric: str = "exact_match") -> pd.DataFrame:
-    "Scenarios 2 and 3 of each experiment with resets, at the end and right after a fresh draw of its unseen rows, with the verdict of the latter."
-    rows = []
-    for run, seed, path in run_files(eval_dir, "metrics.json"):
-        m = json.loads(path.read_text())
-        if run not in experiments or f"s2_redrawn_{metric}" not in m: continue   # only runs with resets are re-drawn
-        details = path.with_name("details.json")
-        variant = json.loads(details.read_text()).get("variant", run) if details.exists() else run
-        for s in ("s2", "s3"):
-            rows.append({"run": run, "variant": variant, "scenario": s, "end": m[f"{s}_{metric}"], "redrawn": m[f"{s}_redrawn_{metric}"]})
+def redrawn_table(runs: pd.DataFrame, experiments, metric: str = "exact_match") -> pd.DataFrame:
+    "Scenarios 2 and 3 of each experiment with resets (`collect`'s rows that have a re-drawn reading), at the end and right after a fresh draw of its unseen rows, with the verdict of the latter."
+    got = runs[runs["run"].isin(experiments) & runs[f"redrawn_{metric}"].notna()]   # only runs with resets are re-drawn
     out = []
-    for run in [e for e in experiments if e in {r["run"] for r in rows}]:
+    for run in [e for e in experiments if e in set(got["run"])]:
         for s in ("s2", "s3"):
-            g = pd.DataFrame([r for r in rows if r["run"] == run and r["scenario"] == s])
-            end, redrawn, claim = g["end"], g["redrawn"], CLAIMS[g["variant"].iloc[0]][s]
+            g = got[(got["run"] == run) & (got["scenario"] == s)]
+            end, redrawn, claim = g[metric], g[f"redrawn_{metric}"], CLAIMS[g["variant"].iloc[0]][s]
             std = lambda x: float(x.std()) if len(x) > 1 else 0.0
             out.append({"variant": run, "scenario": s, "seeds": len(g), "end_mean": end.mean(), "end_std": std(end),
                         "redrawn_mean": redrawn.mean(), "redrawn_std": std(redrawn), "paper": claim,
