@@ -34,8 +34,8 @@ def test_same_seed_same_result(data, tmp_path):
     torch.set_num_threads(1)
     cfg = TrainConfig(**{**CFG, "steps": 40})
     for name in ("a", "b"):
-        train(data, tmp_path / name, variant="copy_reset", model=SMALL, intervention={"reset_every": 15}, cfg=cfg, progress=False)
-    train(data, tmp_path / "c", variant="copy_reset", seed=1, model=SMALL, intervention={"reset_every": 15}, cfg=cfg, progress=False)
+        train(data, tmp_path / name, variant="copy_reset", model=SMALL, intervention={"reset_every": 15, "reset_quiet": None}, cfg=cfg, progress=False)
+    train(data, tmp_path / "c", variant="copy_reset", seed=1, model=SMALL, intervention={"reset_every": 15, "reset_quiet": None}, cfg=cfg, progress=False)
     assert _same(_weights(tmp_path / "a"), _weights(tmp_path / "b"))
     assert not _same(_weights(tmp_path / "a"), _weights(tmp_path / "c"))
     assert (tmp_path / "a/log.csv").read_text() == (tmp_path / "b/log.csv").read_text()
@@ -45,7 +45,7 @@ SCRIPT = """
 import sys, torch
 from unseen.train import TrainConfig, train
 torch.set_num_threads(1)
-train(sys.argv[1], sys.argv[2], variant="reset", model={model}, intervention={{"reset_every": 70}},
+train(sys.argv[1], sys.argv[2], variant="reset", model={model}, intervention={{"reset_every": 70, "reset_quiet": None}},
       cfg=TrainConfig(**{cfg}), progress=False)
 """
 
@@ -112,8 +112,8 @@ def test_resets_of_the_name_rows_keep_the_structure_rows(data, tmp_path):
     "lr 0: only resets move the embedding; with reset_rows 'names' the structure tokens' rows stay at initialisation."
     torch.set_num_threads(1)
     cfg = TrainConfig(**{**CFG, "steps": 20, "lr": 0.0, "checkpoint_every": 0})
-    runs = {"none": ("standard", {}), "names": ("reset", {"reset_every": 10, "reset_rows": "names"}),
-            "all": ("reset", {"reset_every": 10})}
+    runs = {"none": ("standard", {}), "names": ("reset", {"reset_every": 10, "reset_rows": "names", "reset_quiet": None}),
+            "all": ("reset", {"reset_every": 10, "reset_quiet": None})}
     wte = {}
     for name, (variant, overrides) in runs.items():
         train(data, tmp_path / name, variant=variant, model=SMALL, intervention=overrides, cfg=cfg, progress=False)
@@ -130,7 +130,7 @@ def test_no_reset_in_a_runs_last_cycle(data, tmp_path):
     wte = {}
     for steps in (20, 25, 30):
         cfg = TrainConfig(**{**CFG, "steps": steps, "lr": 0.0, "checkpoint_every": 0})
-        train(data, tmp_path / str(steps), variant="reset", model=SMALL, intervention={"reset_every": 10}, cfg=cfg, progress=False)
+        train(data, tmp_path / str(steps), variant="reset", model=SMALL, intervention={"reset_every": 10, "reset_quiet": None}, cfg=cfg, progress=False)
         wte[steps] = _weights(tmp_path / str(steps))["wte.weight"]
     assert torch.equal(wte[25], wte[20])
     assert not torch.equal(wte[30], wte[20])            # 30 steps: re-drawn at 10 and 20

@@ -23,28 +23,30 @@ class InterventionConfig:
     reset_until: int | None = None   # last step at which a reset may happen (None: until the end)
     reset_optimizer: bool = True     # zero their Adam moments and restart bias correction at a reset
     reset_rows: str = "all"          # all | names: re-draw every row, or only the variable names' (structure tokens keep theirs)
+    reset_quiet: int | None = None   # no reset in a run's last this many steps (None: its last cycle, reset_every)
 
     def __post_init__(self):
-        check_fields(self, "train.intervention", reset_every=0, reset_until=0)
+        check_fields(self, "train.intervention", reset_every=0, reset_until=0, reset_quiet=0)
         if self.reset_every < 0: raise ValueError(f"reset_every={self.reset_every}: cannot be negative")
         if self.freeze and self.reset_every: raise ValueError("freeze and reset_every are exclusive: a frozen matrix has nothing to forget")
         if self.reset_rows not in ("all", "names"): raise ValueError(f"reset_rows={self.reset_rows!r}: expected 'all' or 'names'")
 
     def resets_at(self, step: int, end: int | None = None) -> bool:
         "Whether a reset happens after optimiser step `step` (1-based) of a run that stops at step `end`."
-        # none in the run's last cycle: the final model is read a whole cycle after its last re-draw, as the
-        # model is at the end of any cycle, not while it relearns what the re-draw took
-        in_last_cycle = end is not None and step + self.reset_every > end
-        return bool(self.reset_every) and step % self.reset_every == 0 and (self.reset_until is None or step <= self.reset_until) and not in_last_cycle
+        # none in the run's last cycle (or `reset_quiet` steps): the final model is read at least a cycle after
+        # its last re-draw, as the model is at the end of any cycle, not while it relearns what the re-draw took
+        quiet = self.reset_every if self.reset_quiet is None else self.reset_quiet
+        in_quiet_end = end is not None and step + quiet > end
+        return bool(self.reset_every) and step % self.reset_every == 0 and (self.reset_until is None or step <= self.reset_until) and not in_quiet_end
 
 # %% ../nbs/03_interventions.ipynb #a5c91b18
 VARIANTS = {
     "standard":    ({}, {}),
     "copy":        ({"copy": "embed"}, {}),
     "freeze":      ({}, {"freeze": True}),
-    "reset":       ({}, {"reset_every": 500}),
+    "reset":       ({}, {"reset_every": 500, "reset_quiet": 1500}),
     "copy_freeze": ({"copy": "embed"}, {"freeze": True}),
-    "copy_reset":  ({"copy": "embed"}, {"reset_every": 500}),
+    "copy_reset":  ({"copy": "embed"}, {"reset_every": 500, "reset_quiet": 1500}),
 }
 
 def variant_settings(name: str, model: dict | None = None, intervention: dict | None = None):
