@@ -257,8 +257,8 @@ def forgetting_claim(runs: Runs, forgetting: dict, baseline: str) -> ClaimFigure
     until = {stop: last_reset(runs.experiments, stop) for _, stop in pairs}
     fig = forgetting_plot(runs.logs, pairs, until, baseline)
     data = runs.logs[runs.logs["run"].isin(shown)][["run", "seed", "step", "cos_unseen_unembed", "s1_seq_acc", "s2_seq_acc", "s3_seq_acc"]]
-    lines = ["| run | resets until | S1 | S2 | S3 | unseen cosine |", "|---|---|---|---|---|---|"]
-    rows = [row for going, stop in pairs for row in ((going, "the end"), (stop, f"step {until[stop]}" if until[stop] else "(unknown)"))]
+    lines = ["| run | resets | S1 | S2 | S3 | unseen cosine |", "|---|---|---|---|---|---|"]
+    rows = [row for going, stop in pairs for row in ((going, "go on (none in a run's last `reset_quiet` steps)"), (stop, f"stop at step {until[stop]}" if until[stop] else "stop (step unknown)"))]
     for run, last in rows + [(baseline, "(no resets)")]:
         lines.append(f"| {run} | {last} | " + " | ".join(fmt(*runs.exact(run, s)) for s in ("s1", "s2", "s3")) + f" | {fmt(*runs.end(run))} |")
     head = ("**Claim 6, temporary forgetting** (`figures/temporary_forgetting.png`): each kind of reset beside the same "
