@@ -24,6 +24,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'unseen.datasets.DataConfig.vocab': ('datasets.html#dataconfig.vocab', 'unseen/datasets.py'),
                                  'unseen.datasets.dataset_md5': ('datasets.html#dataset_md5', 'unseen/datasets.py'),
                                  'unseen.datasets.dataset_sizes': ('datasets.html#dataset_sizes', 'unseen/datasets.py'),
+                                 'unseen.datasets.entry_mapping': ('datasets.html#entry_mapping', 'unseen/datasets.py'),
                                  'unseen.datasets.experiment_n_train': ('datasets.html#experiment_n_train', 'unseen/datasets.py'),
                                  'unseen.datasets.generate_datasets': ('datasets.html#generate_datasets', 'unseen/datasets.py'),
                                  'unseen.datasets.load_metadata': ('datasets.html#load_metadata', 'unseen/datasets.py'),

@@ -17,8 +17,8 @@ from .config import check_fields
 
 # %% auto #0
 __all__ = ['CHUNK', 'SPLITS', 'DataConfig', 'training_set', 'validation_set', 'scenario_sets', 'save_sequences', 'load_sequences',
-           'load_metadata', 'split_stats', 'overlap', 'generate_datasets', 'experiment_n_train', 'dataset_sizes',
-           'manifest_path', 'dataset_md5', 'write_manifests', 'plot_stats']
+           'load_metadata', 'split_stats', 'overlap', 'generate_datasets', 'entry_mapping', 'experiment_n_train',
+           'dataset_sizes', 'manifest_path', 'dataset_md5', 'write_manifests', 'plot_stats']
 
 # %% ../nbs/01a_datasets.ipynb #37250819
 @dataclass(frozen=True)
@@ -150,11 +150,15 @@ def generate_datasets(cfg: DataConfig, seed: int, out_dir, progress=True) -> dic
     return stats
 
 # %% ../nbs/01a_datasets.ipynb #f8b56d61
+def entry_mapping(name: str, spec) -> dict:
+    "Experiment `name`'s entry of train.experiments as a mapping (an empty entry: `{}`), or a one-line error."
+    if spec is None: return {}
+    if not isinstance(spec, dict): raise ValueError(f"experiment {name!r} is {spec!r}: expected a mapping such as {{variant: standard}}")
+    return spec
+
 def experiment_n_train(name: str, spec, n_train: int) -> int:
     "The training vocabulary of experiment `name` (`spec`: its entry of train.experiments): its own `n_train`, else `n_train`."
-    if spec is None: return n_train
-    if not isinstance(spec, dict): raise ValueError(f"experiment {name!r} is {spec!r}: expected a mapping such as {{variant: standard}}")
-    return spec.get("n_train", n_train)
+    return entry_mapping(name, spec).get("n_train", n_train)
 
 def dataset_sizes(experiments: dict, n_train: int) -> list:
     "The training vocabularies that `experiments` train on: `n_train` first, then each experiment's own, without repeats."
@@ -178,8 +182,9 @@ def write_manifests(experiments: dict, n_train: int, data_dir) -> dict:
         n = experiment_n_train(name, spec, n_train)
         if n not in hashes: hashes[n] = dataset_md5(Path(data_dir) / f"n{n}")
         manifests[name] = {"experiment": name, "n_train": n, "dataset": f"n{n}", "md5": hashes[n]}
-        manifest_path(data_dir, name).parent.mkdir(parents=True, exist_ok=True)
-        manifest_path(data_dir, name).write_text(json.dumps(manifests[name], indent=1) + "\n")
+        path = manifest_path(data_dir, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(manifests[name], indent=1) + "\n")
     return manifests
 
 # %% ../nbs/01a_datasets.ipynb #f86c2f94

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
-from .datasets import experiment_n_train
+from .datasets import entry_mapping, experiment_n_train
 from .train import TrainConfig, train
 
 # %% auto #0
@@ -34,8 +34,7 @@ def experiment_entry(name: str, experiments: dict) -> dict:
     "The entry of experiment `name`, its keys checked; with no experiments at all, the name is a variant."
     if experiments and name not in experiments:
         raise ValueError(f"unknown experiment {name!r}: train.experiments in params.yaml has {sorted(experiments)}")
-    spec = experiments.get(name) or {"variant": name}
-    if not isinstance(spec, dict): raise ValueError(f"experiment {name!r} is {spec!r}: expected a mapping such as {{variant: standard}}")
+    spec = entry_mapping(name, experiments.get(name)) or {"variant": name}
     unknown = set(spec) - set(EXPERIMENT_KEYS)
     if unknown: raise ValueError(f"experiment {name!r}: unknown key {sorted(unknown)[0]!r} (expected {', '.join(EXPERIMENT_KEYS)})")
     return spec

@@ -33,8 +33,8 @@ class InterventionConfig:
 
     def resets_at(self, step: int, end: int | None = None) -> bool:
         "Whether a reset happens after optimiser step `step` (1-based) of a run that stops at step `end`."
-        # none in the run's last cycle (or `reset_quiet` steps): the final model is read at least a cycle after
-        # its last re-draw, as the model is at the end of any cycle, not while it relearns what the re-draw took
+        # none in the run's last `reset_quiet` steps (unset: its last cycle): the final model is read that long after
+        # its last re-draw, not while it relearns what the re-draw took
         quiet = self.reset_every if self.reset_quiet is None else self.reset_quiet
         in_quiet_end = end is not None and step + quiet > end
         return bool(self.reset_every) and step % self.reset_every == 0 and (self.reset_until is None or step <= self.reset_until) and not in_quiet_end
