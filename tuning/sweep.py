@@ -25,6 +25,8 @@ from unseen.train import load_model, train
 PIPELINE_MODEL = {"n_layer": 2, "d_model": 64, "n_head": 4, "head_dim": None, "d_mlp": 256, "positions": "rotary"}
 PIPELINE_TRAINING = {"steps": 3500, "lr": 3e-3, "schedule": "cosine", "min_lr_ratio": 0.1, "decay_steps": 1000,
                      "dtype": "bfloat16", "log_every": 100, "checkpoint_every": 0}
+# resets: none in a run's last cycle, as the specs recorded before `reset_quiet` ran (a spec sets it: `"interventions": {"reset_quiet": 1500}`)
+PIPELINE_INTERVENTION = {"reset_quiet": None}
 
 
 def dataset(out: Path, spec: dict) -> Path:
@@ -53,7 +55,7 @@ def main():
     entry = {"variant": spec.get("variant", "standard"), **{k: spec[k] for k in ("model", "training") if k in spec},
              "intervention": spec.get("interventions", {})}
     exp = resolve_experiment(args.name, {args.name: entry}, n_train=spec.get("n_train", 1000), model=PIPELINE_MODEL,
-                             training=PIPELINE_TRAINING)
+                             intervention=PIPELINE_INTERVENTION, training=PIPELINE_TRAINING)
     start = time.time()
     metrics = train(data, out / args.name, variant=exp.variant, seed=spec.get("seed", 0), model=exp.model,
                     intervention=exp.intervention, cfg=exp.training, progress=False)
