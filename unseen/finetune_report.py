@@ -159,6 +159,10 @@ def steps_metrics(summary: pd.DataFrame) -> dict:
             "ratio_to_words": {c: {"value": round(float(r["ratio"]), 3), "kind": r["ratio_kind"],
                                    "ci95": [round(float(r["ratio_lo"]), 3), round(float(r["ratio_hi"]), 3)]} for c, r in by}}
 
+def _growth(cfg) -> str:
+    "How the gap between evaluations grows, for the table's heading."
+    return f", the gap growing to about {cfg.eval_growth:.0%} of the step" if cfg.eval_growth else ""
+
 def write_report(out_dir, grid: GridResult, st: pd.DataFrame) -> dict:
     "log.csv, runs.csv, thresholds.csv, table.md and metrics.json under `out_dir`, one table per metric of `st`; returns the metrics."
     log, runs, cfg, info = grid.log, grid.runs, grid.cfg, grid.info
@@ -176,7 +180,7 @@ def write_report(out_dir, grid: GridResult, st: pd.DataFrame) -> dict:
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
     md = [f"# Fine-tuning {info.get('model')} with reserved vs ordinary variable names", "",
           f"Steps until a held-out metric reaches {cfg.threshold} (teacher-forced on {info.get('eval_problems')} "
-          f"held-out problems, evaluated every {cfg.eval_every} steps), budget {cfg.steps} steps of {cfg.batch_size} problems, "
+          f"held-out problems, evaluated every {cfg.eval_every} steps{_growth(cfg)}), budget {cfg.steps} steps of {cfg.batch_size} problems, "
           f"seeds {sorted(set(runs['seed']))}. `exact`: the whole target (every derived variable, the list's end and the "
           "True/False answer); `derived_exact`: the derived variables and the list's end. `>N`: not reached by step N (the "
           "budget, or the step the run stopped at its threshold): censored, so means and ratios that use it are bounds. The interval: 95% bootstrap over the runs of "

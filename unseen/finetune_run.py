@@ -47,6 +47,7 @@ class FinetuneConfig:
     warmup: int = 5                # linear warm-up steps
     grad_clip: float = 1.0         # max gradient norm (0: none)
     eval_every: int = 5            # steps between evaluations (and one at step 0)
+    eval_growth: float = 0.0       # the gap grows to this fraction of the step, in whole eval_every (0: every eval_every steps)
     eval_batch: int = 32           # held-out problems per forward pass
     threshold_metric: str = "derived_exact"  # one of METRICS (not loss)
     threshold: float = 0.8         # steps-to-threshold: first evaluation with threshold_metric >= this
@@ -56,13 +57,20 @@ class FinetuneConfig:
     threads: int = 1               # torch threads on CPU
 
     def __post_init__(self):
-        check_fields(self, "finetune.training", steps=1, batch_size=1, lr=(0, None), weight_decay=0, warmup=0, grad_clip=0, eval_every=1, eval_batch=1, threads=1)
+        check_fields(self, "finetune.training", steps=1, batch_size=1, lr=(0, None), weight_decay=0, warmup=0, grad_clip=0, eval_every=1, eval_growth=0, eval_batch=1, threads=1)
         object.__setattr__(self, "betas", tuple(self.betas))
         if self.recipe not in RECIPES: raise ValueError(f"recipe={self.recipe!r}: expected one of {RECIPES}")
         if self.dtype not in ("bfloat16", "float32"): raise ValueError(f"dtype={self.dtype!r}: expected bfloat16 or float32")
         if self.threshold_metric not in METRICS[1:]: raise ValueError(f"threshold_metric={self.threshold_metric!r}: one of {METRICS[1:]}")
         for k in ("steps", "batch_size", "eval_every", "eval_batch", "threads"):
             if getattr(self, k) < 1: raise ValueError(f"{k}={getattr(self, k)}: must be at least 1")
+
+    def eval_steps(self) -> list:
+        "Steps after which the held-out problems are scored: 0, multiples of eval_every about eval_growth x the step apart, and the last."
+        steps, every = [0], self.eval_every
+        while steps[-1] < self.steps:  # multiples of eval_every: a sparser schedule reads a subset of a denser one's steps
+            steps.append(min(self.steps, steps[-1] + every * max(1, int(self.eval_growth * steps[-1] / every))))
+        return steps
 
     def lr_at(self, step: int) -> float:
         "Learning rate of optimiser step `step` (1-based)."
@@ -108,7 +116,7 @@ def finetune(model, # a causal LM, weights in cfg.dtype on cfg.device: trained i
     body = [p for p in model.parameters() if p.requires_grad]
     params = body + (list(rows.parameters()) if rows is not None else [])
     opt = torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, fused=True)  # fused: 3x faster on CPU
-    log, start, reached = [], time.time(), False
+    log, start, reached, scored = [], time.time(), False, set(cfg.eval_steps())
     def record(step, train_loss):
         row = {"step": step, "train_loss": train_loss, **evaluate(model, rows, task, pool, cfg),
                "pool_cosine": rows_cosine(model, rows, pool.ids), "seconds": time.time() - start}
@@ -128,7 +136,7 @@ def finetune(model, # a causal LM, weights in cfg.dtype on cfg.device: trained i
         for g in opt.param_groups: g["lr"] = cfg.lr_at(step)
         opt.step(); opt.zero_grad(set_to_none=True)
         losses.append(loss.item())
-        if step % cfg.eval_every == 0 or step == cfg.steps:
+        if step in scored:
             reached = record(step, float(np.mean(losses))); losses = []
     if rows is not None: rows.write_back(model)
     for p in model.parameters(): p.requires_grad_(False)
