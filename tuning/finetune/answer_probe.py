@@ -9,11 +9,12 @@ the reserved names' answer; one run seed per process, so that seeds run side by 
 The stage itself stops each run at the derived names' threshold (its budget is sized for that), so its `exact` column
 is censored; this probe is the measurement of the answer that the stage leaves out.
 """
-import argparse, sys
+import argparse
 from pathlib import Path
 
 import pandas as pd
-import yaml
+
+from probe import run_probe, stage_params
 
 OUT = Path(__file__).parent / "answer"
 CONDITIONS = {"unused": {"pool": "unused"}, "adjectives": {"pool": "adjectives"}, "letters": {"pool": "letters"}}
@@ -22,24 +23,15 @@ TRAINING = {"steps": 1200, "eval_every": 10, "threshold_metric": "exact"}   # 1,
 
 def run(seed: int, names=()):
     "One run of each condition (or of those named) at run seed `seed`, on the stage's held-out problems and pools (base.seed)."
-    from unseen.finetune_experiment import load_experiment, parse_conditions, run_experiment
-    params = yaml.safe_load(Path("params.yaml").read_text())
-    f = params["finetune"]
-    exp = load_experiment(f["model"], {**f["training"], **TRAINING}, f["problem"], f["n_names"], f["eval_problems"],
-                          params["base"]["seed"], params["base"]["device"], f["cache_dir"])
-    print(exp.describe(), file=sys.stderr)
     conditions = {k: v for k, v in CONDITIONS.items() if k in names or not names}
-    log, runs = run_experiment(exp.model, exp.tokenizer, exp.task, parse_conditions(conditions), [seed], exp.cfg)
-    OUT.mkdir(exist_ok=True)
-    tag = "".join(f"-{n}" for n in names)
-    log.to_csv(OUT / f"log-s{seed}{tag}.csv", index=False)
-    runs.drop(columns=["names"]).to_csv(OUT / f"runs-s{seed}{tag}.csv", index=False)
+    tag = f"s{seed}" + "".join(f"-{n}" for n in names)
+    run_probe(TRAINING, conditions, seed, OUT / f"log-{tag}.csv", OUT / f"runs-{tag}.csv")
 
 
 def summary():
     "Steps until `exact` >= the stage's threshold per condition and seed, and the ratio to the words with its interval."
     from unseen.finetune_report import steps_summary, steps_to_threshold
-    threshold = yaml.safe_load(Path("params.yaml").read_text())["finetune"]["training"]["threshold"]
+    threshold = stage_params()["finetune"]["training"]["threshold"]
     log = pd.concat([pd.read_csv(p) for p in sorted(OUT.glob("log-s*.csv"))], ignore_index=True)
     st = steps_to_threshold(log, "exact", threshold, TRAINING["steps"])
     text = (f"Steps until held-out `exact` >= {threshold} (teacher-forced; the run's first evaluation at or above it), per seed:\n\n"

@@ -8,35 +8,27 @@ per process (seeds run side by side on separate cores), every condition or those
 
 The stage's own runs (runs/finetune/thresholds.csv) are the params.yaml rows of the summary.
 """
-import argparse, sys
+import argparse
 from pathlib import Path
 
 import pandas as pd
-import yaml
+
+from probe import run_probe, stage_params
 
 OUT = Path(__file__).parent / "lr"
 
 
 def run(lr: float, seed: int, names=()):
     "One run of each condition (or of those named) at run seed `seed` with learning rate `lr`."
-    from unseen.finetune_experiment import load_experiment, parse_conditions, run_experiment
-    params = yaml.safe_load(Path("params.yaml").read_text())
-    f = params["finetune"]
-    exp = load_experiment(f["model"], {**f["training"], "lr": lr}, f["problem"], f["n_names"], f["eval_problems"],
-                          params["base"]["seed"], params["base"]["device"], f["cache_dir"])
-    print(exp.describe(), file=sys.stderr)
-    conditions = {k: v for k, v in f["conditions"].items() if k in names or not names}
-    log, runs = run_experiment(exp.model, exp.tokenizer, exp.task, parse_conditions(conditions), [seed], exp.cfg)
-    OUT.mkdir(exist_ok=True)
+    conditions = {k: v for k, v in stage_params()["finetune"]["conditions"].items() if k in names or not names}
     tag = f"lr{lr:g}-s{seed}" + "".join(f"-{n}" for n in names)
-    log.assign(lr=lr).to_csv(OUT / f"{tag}-log.csv", index=False)
-    runs.drop(columns=["names"]).assign(lr=lr).to_csv(OUT / f"{tag}-runs.csv", index=False)
+    run_probe({"lr": lr}, conditions, seed, OUT / f"{tag}-log.csv", OUT / f"{tag}-runs.csv", lr=lr)
 
 
 def summary():
     "Steps until the stage's threshold per learning rate, condition and seed (`>N`: not reached by step N)."
     from unseen.finetune_report import steps_to_threshold
-    params = yaml.safe_load(Path("params.yaml").read_text())["finetune"]["training"]
+    params = stage_params()["finetune"]["training"]
     metric, threshold, budget = params["threshold_metric"], params["threshold"], params["steps"]
     stage = pd.read_csv("runs/finetune/thresholds.csv").query("metric == @metric").assign(lr=params["lr"])
     probes = [steps_to_threshold(g, metric, threshold, budget).assign(lr=lr)
