@@ -164,6 +164,7 @@ def dataset_sizes(experiments: dict, n_train: int) -> list:
     "The training vocabularies that `experiments` train on: `n_train` first, then each experiment's own, without repeats."
     return list(dict.fromkeys([n_train, *(experiment_n_train(name, spec, n_train) for name, spec in experiments.items())]))
 
+# %% ../nbs/01a_datasets.ipynb #73bbe2aa
 def manifest_path(data_dir, name: str) -> Path:
     "Where the generate stage says which dataset experiment `name` trains on."
     return Path(data_dir) / "for" / f"{name}.json"

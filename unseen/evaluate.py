@@ -134,6 +134,7 @@ def target_matrix(seqs: Sequences, width: int | None = None, fill: int = -1) -> 
     inside = np.arange(width) < lens[:, None]
     return np.where(inside, seqs.tokens[np.where(inside, pos, 0)] if len(seqs.tokens) else fill, fill).astype(np.int64)
 
+# %% ../nbs/05_evaluate.ipynb #adb94e8d
 def _mean(x) -> float | None:
     "Mean of a boolean array as a float, None when empty (JSON null rather than NaN)."
     return float(np.mean(x)) if len(x) else None

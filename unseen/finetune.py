@@ -145,6 +145,7 @@ class Pool:
     ids: np.ndarray   # (n_names,) token ids
     texts: list       # the text of each name, e.g. ' happy', '<unused3>'
 
+# %% ../nbs/08_finetune.ipynb #3479d2f9
 def check_pool(tokenizer, pool: Pool, n_names: int, frags: dict):
     "Raise `ValueError` saying why `pool` cannot name the variables (see above)."
     where = f"token pool {pool.name!r}"

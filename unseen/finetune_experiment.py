@@ -84,6 +84,7 @@ def parse_conditions(spec: dict) -> list:
         out.append(Condition(name, **d))
     return out
 
+# %% ../nbs/08c_finetune_experiment.ipynb #9dcdb9c4
 @dataclass
 class Prepared:
     "A condition with its pool, and the reference pool of its re-draw."

@@ -38,6 +38,7 @@ def markdown_table(df: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(r) + " |" for r in cells]
     return "\n".join([lines[0], "|" + "---|" * len(df.columns), *lines[1:]]) + "\n"
 
+# %% ../nbs/07d_gemma_report.ipynb #1e6c729c
 def summary_table(table: pd.DataFrame) -> pd.DataFrame:
     "The table as read in the report: mean ± interval per model, matrix and set."
     rows = []

@@ -70,6 +70,7 @@ def pairwise_cosines(x: torch.Tensor) -> torch.Tensor:
     i, j = torch.triu_indices(len(x), len(x), offset=1)
     return gram[i, j]
 
+# %% ../nbs/07c_gemma_stats.ipynb #7ba56785
 def bootstrap_counts(k: int, n_boot: int, seed: int) -> torch.Tensor:
     "(n_boot, k) float32: how often each of `k` tokens is drawn in each of `n_boot` resamples."
     draws = np.random.default_rng(seed).integers(0, k, size=(n_boot, k))
@@ -91,6 +92,7 @@ def bootstrap_mean(values: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     "(B,) mean of per-token `values` (k,) over each resample."
     return counts @ values.float() / counts.shape[1]
 
+# %% ../nbs/07c_gemma_stats.ipynb #af6810c9
 def centroid_cosines(x: torch.Tensor) -> torch.Tensor:
     "(k,) cosine of each row of `x` to the centroid of the other rows (leave-one-out: no self-similarity)."
     x = x.double()
@@ -238,6 +240,7 @@ def _peak_rss_mb() -> float:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2 ** 20 if sys.platform == "darwin" else peak / 1024  # macOS reports bytes, Linux KiB
 
+# %% ../nbs/07c_gemma_stats.ipynb #e8faf6c7
 def _analyse_source(source: ModelSource, cfg: GemmaConfig, progress: bool) -> ModelResult:
     "Open and analyse one located model, recording time and memory (run in a fresh process by `analyse_model`)."
     torch.set_num_threads(cfg.threads)

@@ -102,6 +102,7 @@ def attend(q, k, v, is_causal: bool):
     with torch.autocast("cpu", enabled=False):
         return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=is_causal).to(q.dtype)
 
+# %% ../nbs/02_model.ipynb #a9dd808a
 class CausalSelfAttention(nn.Module):
     "Multi-head causal self-attention with optional rotary positions, identity terms and a KV cache."
     def __init__(self, cfg: ModelConfig):
@@ -142,6 +143,7 @@ class CausalSelfAttention(nn.Module):
             y = y + torch.einsum("h,bhts,bsc->btc", self.identity_value, pattern, xs)  # b * attended x, summed over heads
         return self.drop(y)
 
+# %% ../nbs/02_model.ipynb #c1e568db
 class MLP(nn.Module):
     "Two-layer GELU MLP."
     def __init__(self, cfg: ModelConfig):

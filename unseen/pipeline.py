@@ -118,8 +118,6 @@ def stage_parameters(name: str, params: dict, declared, overrides: dict | None =
 def _exempt(key: str) -> bool: return key.endswith("_dir") or key in RUN_SETTINGS
 
 # %% ../nbs/10_pipeline.ipynb #7ab8ef77
-OUTPUT_DIRS = ("out_dir", "figures_dir")   # the parameters that say where a stage writes
-
 def pipeline_call() -> bool:
     "Whether DVC runs this command as one of its stages (it sets `DVC_STAGE` for each)."
     return bool(os.environ.get("DVC_STAGE"))
@@ -138,6 +136,9 @@ def stage_outputs(name: str, parameters: dict, root=".") -> list:
             for key in stage.get("matrix") or {}: out = out.replace(f"${{item.{key}}}", str(parameters.get(key, "")))
             if "${" not in out: outs.append(out)
     return outs
+
+# %% ../nbs/10_pipeline.ipynb #84ef0522
+OUTPUT_DIRS = ("out_dir", "figures_dir")   # the parameters that say where a stage writes
 
 def tracked_outputs(root=".") -> set:
     "Every output path that `dvc.lock` records."

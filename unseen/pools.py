@@ -50,6 +50,7 @@ def ordinary_word_ids(vocab: Vocabulary) -> list:
             if t.startswith(marker) and (w := t[len(marker):]).isascii() and w.isalpha() and len(w) >= 3
             and i not in vocab.special]
 
+# %% ../nbs/07a_pools.ipynb #d1497929
 def _pool_ids(vocab: Vocabulary, reserved: ReservedTokens, pool: str, n: int, seed: int) -> list:
     if pool == "unused": return reserved.first(n).tolist() if n <= len(reserved) else reserved.ids.tolist()
     if pool == "unused_all": return _seeded_prefix(reserved.ids, n, seed, pool)

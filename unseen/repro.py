@@ -29,6 +29,7 @@ def downstream(dag: dict, names) -> set:
     users = {n: [m for m, ups in dag.items() if n in ups] for n in dag}
     return upstream(users, names)
 
+# %% ../nbs/11_repro.ipynb #cc8dccb2
 def stage_name(stage) -> str:
     "The name `dvc repro` takes, relative to the repository root: `train@standard-0`, `dir/dvc.yaml:name`, `data.dvc`."
     path = Path(stage.path).relative_to(stage.repo.root_dir).as_posix()
@@ -70,6 +71,7 @@ def dvc_status(root=".") -> dict:
     if r.returncode: raise RuntimeError(f"dvc status failed ({r.returncode}):\n{r.stdout}{r.stderr}")
     return json.loads(r.stdout or "{}")
 
+# %% ../nbs/11_repro.ipynb #bf6cffda
 FIRST = ("finetune",)   # the longest stage, which needs no other: started first, so it runs beside the training
 
 def depth(dag: dict, name: str) -> int:

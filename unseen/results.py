@@ -55,6 +55,7 @@ def collect(eval_dir="runs/eval") -> pd.DataFrame:
     if not rows: raise FileNotFoundError(f"no evaluation metrics under {eval_dir}: run the evaluate stages first (dvc repro)")
     return pd.DataFrame(rows)
 
+# %% ../nbs/09_results.ipynb #34ac41a6
 def results_table(runs: pd.DataFrame, experiments, metric: str = "exact_match") -> pd.DataFrame:
     "Mean, std, worst seed and seed count per experiment (of `experiments`, in order) and scenario, its variant's claim and the verdict."
     stats = runs.groupby(["run", "scenario"])[metric].agg(["mean", "std", "min", "count"]).fillna({"std": 0.0})

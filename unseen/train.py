@@ -135,6 +135,7 @@ def load_model(path, device="cpu") -> Transformer:
         raise ValueError(f"{path} does not match its model config: missing {missing}, unexpected {unexpected}")
     return model.to(device)
 
+# %% ../nbs/04_train.ipynb #e213c68d
 def _optimizer_tensors(optimizer) -> dict:
     params = [p for g in optimizer.param_groups for p in g["params"]]
     return {f"{i}.{k}": v.contiguous() for i, p in enumerate(params) for k, v in optimizer.state.get(p, {}).items() if torch.is_tensor(v)}
@@ -222,6 +223,7 @@ def fingerprint(*configs) -> str:
     text = json.dumps([dataclasses.asdict(c) if dataclasses.is_dataclass(c) else c for c in configs], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+# %% ../nbs/04_train.ipynb #d55280bc
 def train(data_dir, out_dir, variant: str = "standard", seed: int = 0, model: dict | None = None,
           intervention: dict | None = None, cfg: TrainConfig = TrainConfig(), checkpoint_dir=None, progress=True) -> dict:
     "Train one variant on the datasets in `data_dir`; write log, weights and metrics to `out_dir`."
