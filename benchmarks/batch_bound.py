@@ -14,10 +14,10 @@ thought and answer; bfloat16 autocast, as the pipeline trains.
 import argparse, time
 
 import torch
-import yaml
 
 from train_step import step_fn          # the training step the other benchmarks time (this folder is on sys.path)
 from unseen.model import ModelConfig, Transformer
+from unseen.pipeline import load_params
 
 
 def main():
@@ -29,12 +29,12 @@ def main():
     ap.add_argument("--no-compile", action="store_true", help="leave out torch.compile (it takes a C++ compiler and ~30 s)")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    spec = yaml.safe_load(open("params.yaml"))["train"]["model"]
+    spec = load_params()["train"]["model"]
     cfg = ModelConfig(vocab_size=1110, max_len=args.seq + 8, **spec)
     autocast = torch.autocast("cpu", dtype=torch.bfloat16)
 
     def batch(n):
-        x, y = torch.randint(0, 1110, (n, args.seq)), torch.randint(0, 1110, (n, args.seq))
+        x, y = torch.randint(0, cfg.vocab_size, (n, args.seq)), torch.randint(0, cfg.vocab_size, (n, args.seq))
         y[:, :args.seq - args.targets] = -100                                 # the prompt: context, not targets
         return x, y
 

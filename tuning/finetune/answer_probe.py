@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from probe import run_probe, stage_params
+from probe import run_probe
+from unseen.pipeline import load_params
 
 OUT = Path(__file__).parent / "answer"
 CONDITIONS = {"unused": {"pool": "unused"}, "adjectives": {"pool": "adjectives"}, "letters": {"pool": "letters"}}
@@ -31,7 +32,7 @@ def run(seed: int, names=()):
 def summary():
     "Steps until `exact` >= the stage's threshold per condition and seed, and the ratio to the words with its interval."
     from unseen.finetune_report import steps_summary, steps_to_threshold
-    threshold = stage_params()["finetune"]["training"]["threshold"]
+    threshold = load_params()["finetune"]["training"]["threshold"]
     log = pd.concat([pd.read_csv(p) for p in sorted(OUT.glob("log-s*.csv"))], ignore_index=True)
     st = steps_to_threshold(log, "exact", threshold, TRAINING["steps"])
     text = (f"Steps until held-out `exact` >= {threshold} (teacher-forced; the run's first evaluation at or above it), per seed:\n\n"

@@ -13,14 +13,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from probe import run_probe, stage_params
+from probe import run_probe
+from unseen.pipeline import load_params
 
 OUT = Path(__file__).parent / "lr"
 
 
 def run(lr: float, seed: int, names=()):
     "One run of each condition (or of those named) at run seed `seed` with learning rate `lr`."
-    conditions = {k: v for k, v in stage_params()["finetune"]["conditions"].items() if k in names or not names}
+    conditions = {k: v for k, v in load_params()["finetune"]["conditions"].items() if k in names or not names}
     tag = f"lr{lr:g}-s{seed}" + "".join(f"-{n}" for n in names)
     run_probe({"lr": lr}, conditions, seed, OUT / f"{tag}-log.csv", OUT / f"{tag}-runs.csv", lr=lr)
 
@@ -28,7 +29,7 @@ def run(lr: float, seed: int, names=()):
 def summary():
     "Steps until the stage's threshold per learning rate, condition and seed (`>N`: not reached by step N)."
     from unseen.finetune_report import steps_to_threshold
-    params = stage_params()["finetune"]["training"]
+    params = load_params()["finetune"]["training"]
     metric, threshold, budget = params["threshold_metric"], params["threshold"], params["steps"]
     stage = pd.read_csv("runs/finetune/thresholds.csv").query("metric == @metric").assign(lr=params["lr"])
     probes = [steps_to_threshold(g, metric, threshold, budget).assign(lr=lr)

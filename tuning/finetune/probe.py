@@ -2,12 +2,7 @@
 import sys
 from pathlib import Path
 
-import yaml
-
-
-def stage_params(root=".") -> dict:
-    "params.yaml of the repository at `root`."
-    return yaml.safe_load((Path(root) / "params.yaml").read_text())
+from unseen.pipeline import load_params
 
 
 def run_probe(training: dict, conditions: dict, seed: int, log_path: Path, runs_path: Path, **columns):
@@ -15,7 +10,7 @@ def run_probe(training: dict, conditions: dict, seed: int, log_path: Path, runs_
     problems, `training` overriding the stage's `finetune.training`; write the evaluation log and the runs' table as
     CSV files, with `columns` added to both."""
     from unseen.finetune_experiment import load_experiment, parse_conditions, run_experiment
-    params = stage_params()
+    params = load_params()
     f = params["finetune"]
     exp = load_experiment(f["model"], {**f["training"], **training}, f["problem"], f["n_names"], f["eval_problems"],
                           params["base"]["seed"], params["base"]["device"], f["cache_dir"])
