@@ -36,6 +36,7 @@ class ModelConfig:
     copy: str = "none"              # copy-attention head: none | embed (values X W_E, through the unembedding) | pointer (scatter onto the vocabulary)
                                     #   | mixture (pointer-generator: a gate mixes the copy and vocabulary distributions)
     identity_attention: bool = False  # Boix-Adserà et al. 2024: W_K W_Q^T + a I and W_V W_O^T + b I, a and b trainable per head
+    qk_norm: bool = False           # RMS-normalise each head's queries and keys (a learned gain each) before the positions
     embed_init: str = "gaussian"    # initial (un)embedding rows: gaussian | orthogonal
     init_std: float = 0.02          # std of every initial weight except the (un)embedding rows
     embed_std: float | None = None  # std of the (un)embedding entries; None: 1/sqrt(d_model), rows of unit norm
@@ -109,6 +110,7 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         self.cfg, self.nh, self.hs = cfg, cfg.n_head, cfg.head_size
         self.qkv = nn.Linear(cfg.d_model, 3 * self.nh * self.hs, bias=False)
+        if cfg.qk_norm: self.q_norm, self.k_norm = nn.RMSNorm(self.hs), nn.RMSNorm(self.hs)
         self.proj = nn.Linear(self.nh * self.hs, cfg.d_model, bias=False)
         self.drop = nn.Dropout(cfg.dropout)
         if cfg.identity_attention:
@@ -119,6 +121,7 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x, cache: dict | None = None, record: bool = False):
         B, T, C = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.nh, self.hs).permute(2, 0, 3, 1, 4)  # each (B, nh, T, hs)
+        if self.cfg.qk_norm: q, k = self.q_norm(q), self.k_norm(k)
         offset = cache.get("n", 0) if cache is not None else 0
         if self.cfg.positions == "rotary": q, k = rotary(q, offset), rotary(k, offset)
         xs = x
