@@ -39,6 +39,7 @@ class ModelConfig:
     qk_norm: bool = False           # RMS-normalise each head's queries and keys (a learned gain each) before the positions
     embed_init: str = "gaussian"    # initial (un)embedding rows: gaussian | orthogonal
     init_std: float = 0.02          # std of every initial weight except the (un)embedding rows
+    qk_std: float | None = None     # std of the attention's initial query and key weights; None: init_std (see below)
     embed_std: float | None = None  # std of the (un)embedding entries; None: 1/sqrt(d_model), rows of unit norm
     input_scale: float = 1.0        # multiplies the embedding on the way in (not the tied read-out), see below
 
@@ -53,7 +54,7 @@ class ModelConfig:
         return self.embed_std if self.embed_std else 1 / math.sqrt(self.d_model)
 
     def __post_init__(self):
-        check_fields(self, "train.model", dropout=(0, 1), init_std=0, embed_std=0, input_scale=0)
+        check_fields(self, "train.model", dropout=(0, 1), init_std=0, qk_std=0, embed_std=0, input_scale=0)
         for name, allowed in (("positions", POSITIONS), ("copy", COPY_FORMS), ("embed_init", EMBED_INITS)):
             if getattr(self, name) not in allowed: raise ValueError(f"{name}={getattr(self, name)!r}: expected one of {allowed}")
         if self.head_dim is None and self.d_model % self.n_head:
@@ -208,6 +209,9 @@ class Transformer(nn.Module):
         self.apply(self._init)
         init_embeddings(self.wte.weight, cfg.embed_init, cfg.embed_scale)
         if not cfg.tied: init_embeddings(self.lm_head.weight, cfg.embed_init, cfg.embed_scale)
+        if cfg.qk_std is not None:                                 # then the queries' and keys' rows, at their own scale
+            with torch.no_grad():
+                for block in self.blocks: block.attn.qkv.weight[:2 * block.attn.nh * block.attn.hs].normal_(0.0, cfg.qk_std)
 
     def _init(self, m):
         if isinstance(m, (nn.Linear, nn.Embedding)): nn.init.normal_(m.weight, 0.0, self.cfg.init_std)
