@@ -11,11 +11,11 @@ are noisy: the ratios are what counts). The model is params.yaml's `train.model`
 (1,110 tokens); the loss counts the last `--targets` tokens of each row, as the task's chain of
 thought and answer; bfloat16 autocast, as the pipeline trains.
 """
-import argparse, time
+import argparse
 
 import torch
 
-from train_step import step_fn          # the training step the other benchmarks time (this folder is on sys.path)
+from train_step import step_fn, task_batch, time_alternately   # the other benchmarks' step and timing (this folder is on sys.path)
 from unseen.model import ModelConfig, Transformer
 from unseen.pipeline import load_params
 
@@ -33,10 +33,7 @@ def main():
     cfg = ModelConfig(vocab_size=1110, max_len=args.seq + 8, **spec)
     autocast = torch.autocast("cpu", dtype=torch.bfloat16)
 
-    def batch(n):
-        x, y = torch.randint(0, cfg.vocab_size, (n, args.seq)), torch.randint(0, cfg.vocab_size, (n, args.seq))
-        y[:, :args.seq - args.targets] = -100                                 # the prompt: context, not targets
-        return x, y
+    def batch(n): return task_batch(n, args.seq, args.targets, cfg.vocab_size)
 
     def model():
         torch.manual_seed(0); return Transformer(cfg)
@@ -46,11 +43,7 @@ def main():
     if not args.no_compile:
         compiled = torch.compile(model(), dynamic=True)
         runs[f"batch {args.batch}, torch.compile"] = (1, step_fn(compiled, False, autocast), batch(args.batch))
-    elapsed = dict.fromkeys(runs, 0.0)
-    for i in range(args.steps + 10):
-        for name, (k, step, (x, y)) in runs.items():
-            t = time.perf_counter(); step(x, y)
-            if i >= 10: elapsed[name] += time.perf_counter() - t            # the first steps warm up (and compile)
+    elapsed = time_alternately({name: (step, xy) for name, (_, step, xy) in runs.items()}, args.steps)   # warm-up compiles too
     base = elapsed[f"batch {args.batch}"]
     print(f"{args.seq} tokens a problem, {args.targets} targets, d_model {cfg.d_model}, {cfg.n_head} heads of {cfg.head_dim}, "
           f"bfloat16 autocast, 1 thread, {args.steps} steps each")

@@ -8,12 +8,12 @@ The model is params.yaml's `train.model` at n_train 1000 (1,110 tokens); the los
 `--targets` tokens of each row, as the task's chain of thought and answer. Each `--option` is a
 `ModelConfig` field and its value in YAML (`qk_norm=true`, `n_head=2`).
 """
-import argparse, time
+import argparse
 
 import torch
 import yaml
 
-from train_step import step_fn          # the training step the other benchmarks time (this folder is on sys.path)
+from train_step import step_fn, task_batch, time_alternately   # the other benchmarks' step and timing (this folder is on sys.path)
 from unseen.model import ModelConfig, Transformer
 from unseen.pipeline import load_params
 
@@ -28,22 +28,17 @@ def main():
     torch.set_num_threads(1)
     options = {k: yaml.safe_load(v) for k, v in (o.split("=", 1) for o in args.option)}
     spec = load_params()["train"]["model"]
-    configs = {"params.yaml": ModelConfig(vocab_size=1110, max_len=args.seq + 8, **spec),
+    configs = {"params.yaml": ModelConfig(vocab_size=1110, max_len=args.seq + 8, **spec),     # n_train 1000: 1,110 tokens
                ", ".join(args.option): ModelConfig(vocab_size=1110, max_len=args.seq + 8, **{**spec, **options})}
     autocast = torch.autocast("cpu", dtype=torch.bfloat16)
-    x, y = torch.randint(0, 1110, (args.batch, args.seq)), torch.randint(0, 1110, (args.batch, args.seq))
-    y[:, :args.seq - args.targets] = -100                                     # the prompt: context, not targets
-    steps = {}
+    batch = task_batch(args.batch, args.seq, args.targets, 1110)
+    runs = {}
     for name, cfg in configs.items():
-        torch.manual_seed(0); steps[name] = step_fn(Transformer(cfg), False, autocast)
-    elapsed = dict.fromkeys(steps, 0.0)
-    for i in range(args.steps + 10):
-        for name, step in steps.items():
-            t = time.perf_counter(); step(x, y)
-            if i >= 10: elapsed[name] += time.perf_counter() - t              # the first steps warm up
+        torch.manual_seed(0); runs[name] = (step_fn(Transformer(cfg), False, autocast), batch)
+    elapsed = time_alternately(runs, args.steps)
     base = elapsed["params.yaml"]
     print(f"{args.seq} tokens a problem, {args.targets} targets, batch {args.batch}, bfloat16 autocast, 1 thread, {args.steps} steps each")
-    for name in steps:
+    for name in runs:
         print(f"{name:<28}{elapsed[name] / args.steps * 1e3:7.1f} ms/step  {elapsed[name] / base:.2f}x the params.yaml step")
 
 

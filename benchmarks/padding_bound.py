@@ -9,11 +9,11 @@ two steps, timed alternately in one process on one thread, bounds what it could 
 the pipeline (params.yaml: d_model 64, 2 layers, rotary positions, 1,110 tokens); the loss counts
 the last `--targets` tokens of each row, as the task's chain of thought and answer.
 """
-import argparse, contextlib, time
+import argparse, contextlib
 
 import torch
 
-from train_step import step_fn          # the training step the other benchmark times (this folder is on sys.path)
+from train_step import step_fn, task_batch, time_alternately   # the other benchmarks' step and timing (this folder is on sys.path)
 from unseen.model import ModelConfig, Transformer
 
 
@@ -28,18 +28,10 @@ def main():
     model = Transformer(ModelConfig(vocab_size=1110, n_layer=2, d_model=64, n_head=4, d_mlp=256))
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if args.dtype == "bfloat16" else contextlib.nullcontext()
 
-    def batch(length):
-        x, y = torch.randint(0, 1110, (args.batch, length)), torch.randint(0, 1110, (args.batch, length))
-        y[:, :length - args.targets] = -100                                   # the prompt: context, not targets
-        return x, y
-
     step = step_fn(model, False, autocast)
-    batches = {f"padded ({args.padded} tokens)": batch(args.padded), f"mean length ({args.mean} tokens)": batch(args.mean)}
-    elapsed = dict.fromkeys(batches, 0.0)
-    for i in range(args.steps + 10):
-        for name, (x, y) in batches.items():
-            t = time.perf_counter(); step(x, y)
-            if i >= 10: elapsed[name] += time.perf_counter() - t            # the first steps warm up
+    runs = {f"padded ({args.padded} tokens)": (step, task_batch(args.batch, args.padded, args.targets, 1110)),
+            f"mean length ({args.mean} tokens)": (step, task_batch(args.batch, args.mean, args.targets, 1110))}
+    elapsed = time_alternately(runs, args.steps)
     print(f"batch {args.batch}, {args.targets} targets per problem, {args.dtype}, 1 thread")
     for name, seconds in elapsed.items(): print(f"{name:<26}{seconds / args.steps * 1e3:6.1f} ms/step")
     padded, mean = elapsed.values()

@@ -45,6 +45,23 @@ def gpt2(cfg: ModelConfig):
                                       tie_word_embeddings=True))
 
 
+def task_batch(n: int, seq: int, targets: int, vocab: int) -> tuple:
+    "Random tokens `(n, seq)` and their labels, -100 on all but the last `targets` (the prompt: context, not targets)."
+    x, y = torch.randint(0, vocab, (n, seq)), torch.randint(0, vocab, (n, seq))
+    y[:, :seq - targets] = -100
+    return x, y
+
+
+def time_alternately(runs: dict, steps: int, warmup: int = 10) -> dict:
+    "Seconds each `name: (step, (x, y))` of `runs` spends in `steps` steps, the runs taking turns (the first `warmup` untimed)."
+    elapsed = dict.fromkeys(runs, 0.0)
+    for i in range(steps + warmup):
+        for name, (step, (x, y)) in runs.items():
+            t = time.perf_counter(); step(x, y)
+            if i >= warmup: elapsed[name] += time.perf_counter() - t
+    return elapsed
+
+
 def step_fn(model, hf: bool, autocast):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     def step(x, y):
