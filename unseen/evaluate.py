@@ -13,35 +13,13 @@ from tqdm.auto import tqdm
 from .tokens import Vocab, Sequences, PAD, EOS, COMMA, DOT, QMARK, EQUALS, TRUE, FALSE, COT_FORMATS, SCENARIOS
 from .datasets import load_sequences, load_metadata
 from .interventions import redraw_rows, variant_settings
+from .scoring import length_groups, model_device, eval_mode, teacher_forced
 
 # %% auto #0
 __all__ = ['KINDS', 'STRUCTURE_KIND', 'COPY_SEEN', 'COPY_UNSEEN', 'NEXT_RULE_SEEN', 'NEXT_RULE_UNSEEN', 'ANSWER', 'PROMPT',
-           'length_groups', 'greedy_decode', 'OracleModel', 'target_matrix', 'score', 'evaluate', 'token_kinds',
-           'show_kinds', 'teacher_forced', 'diagnose', 'load_scenarios', 'evaluate_scenarios', 'diagnose_scenarios',
-           'evaluate_redrawn', 'evaluate_run', 'headline_metrics', 'kinds_table', 'kinds_figure']
-
-# %% ../nbs/05_evaluate.ipynb #2178f3f4
-def length_groups(lengths: np.ndarray, batch_size: int = 256) -> list:
-    "Index arrays of the rows of each length, in chunks of at most `batch_size`, longest first."
-    if batch_size < 1: raise ValueError(f"batch_size={batch_size}: must be positive")
-    lengths = np.asarray(lengths)
-    groups = []
-    for n in np.unique(lengths)[::-1]:
-        idx = np.flatnonzero(lengths == n)
-        groups += [idx[i:i + batch_size] for i in range(0, len(idx), batch_size)]
-    return groups
-
-def _device(model: nn.Module, device=None) -> torch.device:
-    "`device`, or the device of the model's first parameter (CPU for a model without any)."
-    if device is not None: return torch.device(device)
-    p = next(model.parameters(), None)
-    return p.device if p is not None else torch.device("cpu")
-
-class _eval_mode:
-    "Context: the model in eval mode (no dropout), its previous mode restored afterwards."
-    def __init__(self, model): self.model, self.was_training = model, model.training
-    def __enter__(self): self.model.eval()
-    def __exit__(self, *exc): self.model.train(self.was_training)
+           'greedy_decode', 'OracleModel', 'target_matrix', 'score', 'evaluate', 'token_kinds', 'show_kinds',
+           'diagnose', 'load_scenarios', 'evaluate_scenarios', 'diagnose_scenarios', 'evaluate_redrawn', 'evaluate_run',
+           'headline_metrics', 'kinds_table', 'kinds_figure']
 
 # %% ../nbs/05_evaluate.ipynb #5e3011de
 def _greedy_batch(model, prompts: torch.Tensor, max_new: int, use_cache: bool = True) -> torch.Tensor:
@@ -76,11 +54,11 @@ def greedy_decode(model: nn.Module,                  # forward(idx (B,T), cache,
                   progress: bool = False,             # tqdm bar over problems
                   ) -> Sequences:
     "Greedy generations of `model` for the prompts of `seqs`, cut after the first `<eos>`, as a `Sequences` with the same prompts."
-    device = _device(model, device)
+    device = model_device(model, device)
     prompt_len = seqs.prompt_len.astype(np.int64)
     generated = [None] * len(seqs)
     bar = tqdm(total=len(seqs), desc="decode", disable=not progress, leave=False)
-    with _eval_mode(model), torch.inference_mode():
+    with eval_mode(model), torch.inference_mode():
         for idx in length_groups(prompt_len, batch_size):
             L = int(prompt_len[idx[0]])
             prompts = seqs.tokens[seqs.offsets[idx][:, None] + np.arange(L)]                     # (B, L)
@@ -198,24 +176,6 @@ def show_kinds(seqs: Sequences, i: int, vocab: Vocab, kinds: np.ndarray) -> str:
     return " ".join(f"{vocab.tokens[t]}:{KINDS[j]}" for t, j in zip(seqs.target(i), k))
 
 # %% ../nbs/05_evaluate.ipynb #5fa133c1
-def teacher_forced(model: nn.Module, seqs: Sequences, batch_size: int = 256, device=None, progress: bool = False):
-    "Argmax prediction and cross-entropy (nats) of every token of `seqs` given its true prefix, aligned with `seqs.tokens` (-1 and 0 at each first token)."
-    device = _device(model, device)
-    pred, loss = np.full(len(seqs.tokens), -1, np.int64), np.zeros(len(seqs.tokens), np.float32)
-    lengths = seqs.lengths.astype(np.int64)
-    bar = tqdm(total=len(seqs), desc="teacher-forced", disable=not progress, leave=False)
-    with _eval_mode(model), torch.inference_mode():
-        for idx in length_groups(lengths, batch_size):
-            n = int(lengths[idx[0]])
-            at = seqs.offsets[idx][:, None] + np.arange(n)                                # (B, n) positions in seqs.tokens
-            x = torch.as_tensor(seqs.tokens[at].astype(np.int64), device=device)         # (B, n)
-            logits = model(x[:, :-1]).float()                                             # (B, n-1, V): predicts x[:, 1:]
-            ce = F.cross_entropy(logits.transpose(1, 2), x[:, 1:], reduction="none")     # (B, n-1)
-            pred[at[:, 1:]], loss[at[:, 1:]] = logits.argmax(-1).cpu().numpy(), ce.cpu().numpy()
-            bar.update(len(idx))
-    bar.close()
-    return pred, loss
-
 def diagnose(model: nn.Module, seqs: Sequences, vocab: Vocab, cot_format: str = "derived", batch_size: int = 256,
              device=None, progress: bool = False) -> dict:
     "Teacher-forced accuracy, loss and token count per kind of target token (and over all target tokens), as a JSON-able dict."

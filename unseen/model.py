@@ -39,7 +39,8 @@ class ModelConfig:
     qk_norm: bool = False           # RMS-normalise each head's queries and keys (a learned gain each) before the positions
     embed_init: str = "gaussian"    # initial (un)embedding rows: gaussian | orthogonal
     init_std: float = 0.02          # std of every initial weight except the (un)embedding rows
-    qk_std: float | None = None     # std of the attention's initial query and key weights; None: init_std (see below)
+    qk_std: float | None = 0.125    # std of the attention's initial query and key weights (1/sqrt(64): scores of order one,
+                                    #   see below); None: init_std, and every head starts uniform
     embed_std: float | None = None  # std of the (un)embedding entries; None: 1/sqrt(d_model), rows of unit norm
     input_scale: float = 1.0        # multiplies the embedding on the way in (not the tied read-out), see below
 

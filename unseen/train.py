@@ -17,6 +17,7 @@ from .tokens import Sequences, Vocab, STRUCTURE, PAD, TRUE, FALSE
 from .datasets import load_sequences, load_metadata
 from .model import Transformer, ModelConfig
 from .geometry import mean_pairwise_cosine
+from .scoring import teacher_forced, target_accuracy
 from .interventions import InterventionConfig, freeze_embeddings, reset_embeddings, variant_settings
 from .config import check_fields
 
@@ -201,20 +202,11 @@ def build_optimizer(model, cfg: TrainConfig):
     if cfg.optimizer == "adamw": return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
     return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.betas[0])
 
-@torch.no_grad()
-def monitor(model, sets: dict, vocab: Vocab, device) -> dict:
-    "Teacher-forced accuracy on the targets of each scenario's first problems: tokens, whole targets, answers."
-    model.eval()
+def monitor(model, sets: dict, device) -> dict:
+    "Teacher-forced accuracy on the targets of each named set of problems: tokens, whole targets, answers (`unseen.scoring`)."
     out = {}
     for name, seqs in sets.items():
-        inputs, labels = batch_from(seqs, np.arange(len(seqs)))
-        pred = model(inputs.to(device)).argmax(-1).cpu()
-        ok, counted = (pred == labels) | (labels == -100), labels != -100
-        answer_pos = counted.cumsum(1) == (counted.sum(1, keepdim=True) - 1)      # the T/F token precedes <eos>
-        out[f"{name}_token_acc"] = (ok & counted).sum().item() / counted.sum().item()
-        out[f"{name}_seq_acc"] = ok.all(1).float().mean().item()
-        out[f"{name}_answer_acc"] = ((pred == labels) & answer_pos & counted).sum().item() / len(seqs)
-    model.train()
+        out |= {f"{name}_{k}": v for k, v in target_accuracy(seqs, teacher_forced(model, seqs, device=device)[0]).items()}
     return out
 
 # %% ../nbs/04_train.ipynb #25a4c8e0
@@ -251,7 +243,7 @@ def train(data_dir, out_dir, variant: str = "standard", seed: int = 0, model: di
     autocast = torch.autocast(cfg.device.split(":")[0], dtype=torch.bfloat16) if cfg.dtype == "bfloat16" else contextlib.nullcontext()
     running, seen = resumed.get("running", 0.0), resumed.get("seen", 0)   # the loss average since the last log row
     trigger, triggered = resumed.get("trigger"), resumed.get("triggered", False)  # step the decay began at; by validation or by the step cap
-    if start == 0: rows = [{"step": 0, "lr": 0.0, "loss": float("nan"), **monitor(net, sets, vocab, cfg.device), **collapse_stats(net, vocab)}]
+    if start == 0: rows = [{"step": 0, "lr": 0.0, "loss": float("nan"), **monitor(net, sets, cfg.device), **collapse_stats(net, vocab)}]
     end = min(cfg.steps, trigger + cfg.decay_steps) if trigger is not None else cfg.steps   # a resumed run may be past its trigger
     # a bar updated by hand: a run that triggers ends early, and the bar shows the step it ends at
     bar = progress_bar(desc=f"train {variant} s{seed}", disable=not progress, initial=start, total=end)
@@ -271,7 +263,7 @@ def train(data_dir, out_dir, variant: str = "standard", seed: int = 0, model: di
                              keep_rows=len(STRUCTURE) if iv.reset_rows == "names" else 0)
         running, seen = running + loss.item(), seen + 1
         if step % cfg.log_every == 0 or last:
-            rows.append({"step": step, "lr": lr, "loss": running / seen, **monitor(net, sets, vocab, cfg.device), **collapse_stats(net, vocab)})
+            rows.append({"step": step, "lr": lr, "loss": running / seen, **monitor(net, sets, cfg.device), **collapse_stats(net, vocab)})
             running, seen = 0.0, 0
             bar.set_postfix(loss=f"{rows[-1]['loss']:.3f}", valid=f"{rows[-1]['valid_seq_acc']:.2f}", cos=f"{rows[-1]['cos_unseen_unembed']:.2f}")
             _write_log(out_dir / "log.csv", rows)
