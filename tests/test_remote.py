@@ -165,9 +165,9 @@ def test_docs_say_how_to_pull_push_and_fall_back():
     for needle in ("unseen-pull", "unseen-pull gemma", "dvc pull", "dvc remote add --local", ".dvc/config.local",
                    "dvc push", "failed to pull data from the cloud", "dvc repro", url):
         assert needle in page, needle
-    if "placeholder" in url:  # say so until the maintainers publish the results, in the page and in unseen-pull
+    from unseen.pull import PLACEHOLDER, unpublished
+    if PLACEHOLDER in url:  # say so until the maintainers publish the results, in the page and in unseen-pull
         assert "## Before the results are published" in page
-        from unseen.pull import unpublished
         line = unpublished(root=ROOT)
         assert line.startswith("unseen-pull: no public copy of the results yet") and "in git" in line, line
         assert line.split(": ", 1)[1].split(" (")[0] in page
@@ -311,6 +311,17 @@ def test_unseen_pull_of_the_unpublished_remote_says_what_to_do_in_one_line(tiny,
     assert result.returncode == 1 and len(result.stderr.splitlines()) == 1, result.stderr
     assert "no public copy of the results yet" in result.stderr and "in git" in result.stderr, result.stderr
     assert "dvc repro" in result.stderr and not (clone / "data").exists()
+
+
+def test_plain_dvc_pull_of_the_unpublished_remote_fails_at_once_saying_where_the_results_are(tiny, tmp_path):
+    clone = tmp_path / "clone"
+    _ok(_run(["git", "clone", "-q", str(tiny[0]), str(clone)], tmp_path))
+    shutil.copy(ROOT / ".dvc/config", clone / ".dvc/config")   # the repository's remote: the placeholder
+    result = _dvc("pull", cwd=clone)
+    lines = [l for l in (result.stdout + result.stderr).splitlines() if l.strip()]
+    assert result.returncode != 0 and len(lines) <= 3, lines   # not one line per missing file
+    assert "the-results-are-in-git" in lines[0] and "dvc-repro-regenerates-the-rest" in lines[0], lines
+    assert not (clone / "data").exists()
 
 
 def _tampered(served: Path, tmp_path: Path, md5: str, change) -> Path:

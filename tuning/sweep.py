@@ -22,9 +22,9 @@ from unseen.train import load_model, train
 # the base every spec of runs.jsonl was run against, so a spec names only what it changes and a recorded spec
 # reruns as it ran: params.yaml's model with heads of d_model / n_head (params.yaml sets head_dim 32: a spec says
 # `"model": {"head_dim": 32}`) and queries and keys drawn as every other weight (a spec says `"qk_std": 0.125`), and a
-# cosine schedule over 3,500 steps (a spec says `"schedule": "trigger"`, ...)
+# cosine schedule over 3,500 steps (a spec says `"schedule": "trigger"`, ...) and one cycle (a spec says `"cycles": 3`)
 PIPELINE_MODEL = {"n_layer": 2, "d_model": 64, "n_head": 4, "head_dim": None, "d_mlp": 256, "positions": "rotary", "qk_std": None}
-PIPELINE_TRAINING = {"steps": 3500, "lr": 3e-3, "schedule": "cosine", "min_lr_ratio": 0.1, "decay_steps": 1000,
+PIPELINE_TRAINING = {"steps": 3500, "lr": 3e-3, "schedule": "cosine", "min_lr_ratio": 0.1, "decay_steps": 1000, "cycles": 1,
                      "dtype": "bfloat16", "log_every": 100, "checkpoint_every": 0}
 # resets: none in a run's last cycle, as the specs recorded before `reset_quiet` ran (a spec sets it: `"interventions": {"reset_quiet": 1500}`)
 PIPELINE_INTERVENTION = {"reset_quiet": None}

@@ -71,7 +71,7 @@ def check_manifests(root=".", remote: str | None = None) -> list:
     return problems
 
 # %% ../nbs/11a_pull.ipynb #dd611a68
-PLACEHOLDER = "placeholder.invalid"  # the host of the public remote's URL until the maintainers publish the cache
+PLACEHOLDER = "unpublished.invalid"  # the host of the public remote's URL until the maintainers publish the cache
 
 def unpublished(remote: str | None = None, root=".") -> str:
     "The one line to show instead of pulling when `remote` (default: the default remote) is the unpublished placeholder, else an empty string."

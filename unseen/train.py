@@ -41,6 +41,8 @@ class TrainConfig:
     trigger_metric: str = "answer_acc"  # trigger: what is read on the validation split: answer_acc | seq_acc | token_acc (teacher-forced)
     trigger_at: float = 0.95       # trigger: the value of `trigger_metric`, at a log row, that starts the decay
     decay_steps: int = 3000        # trigger: steps of the cosine decay after the trigger; the run stops at its end
+    cycles: int = 3                # trigger: schedules a run may go through; another starts (warm-up, hold, decay) while
+    cycle_below: float = 0.97      #   the whole validation split's teacher-forced whole-target accuracy at a decay's end is below this
     grad_clip: float = 1.0         # max gradient norm (0: no clipping)
     answer_weight: float = 1.0     # weight of the answer token (T/F) in the loss; the other targets weigh 1
     dtype: str = "bfloat16"        # float32 | bfloat16 (autocast)
@@ -51,7 +53,7 @@ class TrainConfig:
     checkpoint_every: int = 500    # steps between checkpoints (0: only at the end)
 
     def __post_init__(self):
-        check_fields(self, "train.training", steps=1, batch_size=1, lr=(0, None), weight_decay=0, warmup=0, min_lr_ratio=(0, 1), grad_clip=0, answer_weight=0, threads=1, log_every=1, monitor_problems=1, checkpoint_every=0)
+        check_fields(self, "train.training", steps=1, batch_size=1, lr=(0, None), weight_decay=0, warmup=0, min_lr_ratio=(0, 1), grad_clip=0, answer_weight=0, cycles=1, cycle_below=(0, 1), threads=1, log_every=1, monitor_problems=1, checkpoint_every=0)
         object.__setattr__(self, "betas", tuple(self.betas))
         if self.optimizer not in ("adamw", "sgd"): raise ValueError(f"optimizer={self.optimizer!r}: expected adamw or sgd")
         if self.dtype not in ("float32", "bfloat16"): raise ValueError(f"dtype={self.dtype!r}: expected float32 or bfloat16")
@@ -65,8 +67,9 @@ class TrainConfig:
         if self.device.startswith("cuda") and not torch.cuda.is_available():
             raise ValueError(f"device={self.device!r} but CUDA is not available here: use device: cpu")
 
-    def lr_at(self, step: int, trigger: int | None = None) -> float:
-        "Learning rate of optimiser step `step` (1-based): linear warm-up, then cosine to `min_lr_ratio * lr` (after `trigger`, if triggered)."
+    def lr_at(self, step: int, trigger: int | None = None, start: int = 0) -> float:
+        "Learning rate of optimiser step `step` (1-based) of the cycle begun after step `start`: linear warm-up, then cosine to `min_lr_ratio * lr` (after `trigger`, if triggered)."
+        step, trigger = step - start, None if trigger is None else trigger - start
         if step <= self.warmup: return self.lr * step / max(self.warmup, 1)
         if self.schedule == "trigger":
             if trigger is None or step <= trigger: return self.lr
@@ -238,17 +241,30 @@ def train(data_dir, out_dir, variant: str = "standard", seed: int = 0, model: di
     start, resumed = load_checkpoint(checkpoint_dir, net, opt, run_id)
     # the validation split decides (the trigger); the scenario test sets are only watched
     sets = {s: load_sequences(data_dir / f"{split}.safetensors") for s, split in (("valid", "valid"), ("s1", "test_s1"), ("s2", "test_s2"), ("s3", "test_s3"))}
+    valid = sets["valid"]                                            # all of it: what decides whether a run takes another cycle
     sets = {s: _head(v, min(len(v), cfg.monitor_problems)) for s, v in sets.items()}
     rows = resumed.get("rows", [])   # the log up to the checkpoint travels with it: DVC deletes a stage's outputs before a rerun
     autocast = torch.autocast(cfg.device.split(":")[0], dtype=torch.bfloat16) if cfg.dtype == "bfloat16" else contextlib.nullcontext()
     running, seen = resumed.get("running", 0.0), resumed.get("seen", 0)   # the loss average since the last log row
     trigger, triggered = resumed.get("trigger"), resumed.get("triggered", False)  # step the decay began at; by validation or by the step cap
+    cycle, cycle_start = resumed.get("cycle", 1), resumed.get("cycle_start", 0)    # the schedule's pass, and the step before it began
     if start == 0: rows = [{"step": 0, "lr": 0.0, "loss": float("nan"), **monitor(net, sets, cfg.device), **collapse_stats(net, vocab)}]
-    end = min(cfg.steps, trigger + cfg.decay_steps) if trigger is not None else cfg.steps   # a resumed run may be past its trigger
+    def cycle_end():
+        "The step the current cycle ends at: its trigger's decay, or its cap; known once triggered."
+        return min(cycle_start + cfg.steps, trigger + cfg.decay_steps) if trigger is not None else cycle_start + cfg.steps
     # a bar updated by hand: a run that triggers ends early, and the bar shows the step it ends at
-    bar = progress_bar(desc=f"train {variant} s{seed}", disable=not progress, initial=start, total=end)
-    for step in range(start + 1, end + 1):
-        lr = cfg.lr_at(step, trigger)
+    bar = progress_bar(desc=f"train {variant} s{seed}", disable=not progress, initial=start, total=cycle_end())
+    step = start
+    while True:
+        if step >= cycle_end():                      # a cycle ended (here, not in the loop, so a run resumed at its end decides too)
+            if not (cfg.schedule == "trigger" and cycle < cfg.cycles): break
+            whole = target_accuracy(valid, teacher_forced(net, valid, device=cfg.device)[0])["seq_acc"]
+            if whole >= cfg.cycle_below: break
+            print(f"train {variant} s{seed}: validation whole target {whole:.3f} < {cfg.cycle_below} at step {step}: cycle {cycle + 1}")
+            cycle, cycle_start, trigger, triggered = cycle + 1, step, None, False
+            bar.total = cycle_end(); bar.refresh()
+        step += 1
+        lr = cfg.lr_at(step, trigger, cycle_start)
         for g in opt.param_groups: g["lr"] = lr
         inputs, labels = batch_at(train_set, seed, step, cfg.batch_size)
         with autocast: loss, _ = target_loss(net, inputs.to(cfg.device), labels.to(cfg.device), cfg.answer_weight)
@@ -256,7 +272,7 @@ def train(data_dir, out_dir, variant: str = "standard", seed: int = 0, model: di
         loss.backward()
         if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
         opt.step()
-        run_end = min(cfg.steps, trigger + cfg.decay_steps) if trigger is not None else cfg.steps   # known once triggered
+        run_end = cycle_end()
         last = step >= run_end
         if iv.resets_at(step, end=run_end):
             reset_embeddings(net, opt, torch.Generator().manual_seed(seed * 1_000_003 + step), iv.reset_optimizer,
@@ -268,18 +284,18 @@ def train(data_dir, out_dir, variant: str = "standard", seed: int = 0, model: di
             bar.set_postfix(loss=f"{rows[-1]['loss']:.3f}", valid=f"{rows[-1]['valid_seq_acc']:.2f}", cos=f"{rows[-1]['cos_unseen_unembed']:.2f}")
             _write_log(out_dir / "log.csv", rows)
             if cfg.schedule == "trigger" and trigger is None and rows[-1][f"valid_{cfg.trigger_metric}"] >= cfg.trigger_at: trigger, triggered = step, True
-        if cfg.schedule == "trigger" and trigger is None and step >= cfg.steps - cfg.decay_steps: trigger = step   # the cap: decay anyway
-        if trigger is not None and bar.total != trigger + cfg.decay_steps: bar.total = trigger + cfg.decay_steps; bar.refresh()
+        if cfg.schedule == "trigger" and trigger is None and step - cycle_start >= cfg.steps - cfg.decay_steps: trigger = step   # the cap: decay anyway
+        if bar.total != cycle_end(): bar.total = cycle_end(); bar.refresh()
         if (cfg.checkpoint_every and step % cfg.checkpoint_every == 0) or last:
-            save_checkpoint(checkpoint_dir, net, opt, step, run_id, {"running": running, "seen": seen, "rows": rows, "trigger": trigger, "triggered": triggered})
+            save_checkpoint(checkpoint_dir, net, opt, step, run_id, {"running": running, "seen": seen, "rows": rows, "trigger": trigger,
+                                                                     "triggered": triggered, "cycle": cycle, "cycle_start": cycle_start})
         bar.update(1)
-        if last: break
     bar.close()
     _write_log(out_dir / "log.csv", rows)   # again: a run resumed from its last checkpoint takes no step, and DVC deleted the log
     save_weights(net, out_dir / "model.safetensors")
     metrics = {k: (float(v) if k != "step" else int(v)) for k, v in rows[-1].items()}
     metrics.update(variant=variant, seed=seed, parameters=net.n_params())
-    if cfg.schedule == "trigger": metrics.update(trigger_step=trigger, triggered=triggered)
+    if cfg.schedule == "trigger": metrics.update(trigger_step=trigger, triggered=triggered, cycles=cycle)   # the last cycle's trigger
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=1))
     return metrics
 
