@@ -303,10 +303,16 @@ def tiny(tmp_path_factory):
     return root, served
 
 
-def test_unseen_pull_of_the_unpublished_remote_says_what_to_do_in_one_line(tiny, tmp_path):
+def _clone_with_the_repository_remote(tiny, tmp_path) -> Path:
+    "A clone of the tiny project whose DVC config is the repository's: the unpublished placeholder remote."
     clone = tmp_path / "clone"
     _ok(_run(["git", "clone", "-q", str(tiny[0]), str(clone)], tmp_path))
-    shutil.copy(ROOT / ".dvc/config", clone / ".dvc/config")   # the repository's remote: the placeholder
+    shutil.copy(ROOT / ".dvc/config", clone / ".dvc/config")
+    return clone
+
+
+def test_unseen_pull_of_the_unpublished_remote_says_what_to_do_in_one_line(tiny, tmp_path):
+    clone = _clone_with_the_repository_remote(tiny, tmp_path)
     result = _run([str(BIN / "unseen-pull")], clone)
     assert result.returncode == 1 and len(result.stderr.splitlines()) == 1, result.stderr
     assert "no public copy of the results yet" in result.stderr and "in git" in result.stderr, result.stderr
@@ -314,9 +320,7 @@ def test_unseen_pull_of_the_unpublished_remote_says_what_to_do_in_one_line(tiny,
 
 
 def test_plain_dvc_pull_of_the_unpublished_remote_fails_at_once_saying_where_the_results_are(tiny, tmp_path):
-    clone = tmp_path / "clone"
-    _ok(_run(["git", "clone", "-q", str(tiny[0]), str(clone)], tmp_path))
-    shutil.copy(ROOT / ".dvc/config", clone / ".dvc/config")   # the repository's remote: the placeholder
+    clone = _clone_with_the_repository_remote(tiny, tmp_path)
     result = _dvc("pull", cwd=clone)
     lines = [l for l in (result.stdout + result.stderr).splitlines() if l.strip()]
     assert result.returncode != 0 and len(lines) <= 3, lines   # not one line per missing file

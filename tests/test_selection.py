@@ -14,7 +14,7 @@ from unseen.train import TrainConfig, train
 ROOT = Path(__file__).parents[1]
 SMALL = dict(n_layer=1, d_model=32, n_head=2, d_mlp=64)
 TRIGGER = dict(steps=120, batch_size=16, warmup=5, log_every=10, checkpoint_every=0, monitor_problems=20,
-               schedule="trigger", trigger_metric="token_acc", trigger_at=0.35, decay_steps=30, cycles=2, cycle_below=0.99)
+               schedule="trigger", trigger_metric="token_acc", trigger_at=0.35, decay_steps=30, cycles=1)
 
 
 def _swap_test_sets(data: Path, other: Path):
@@ -34,13 +34,22 @@ def datasets(tmp_path_factory):
 def test_training_decides_on_validation_only(datasets, tmp_path):
     torch.set_num_threads(1)
     runs = {d: train(datasets / d, tmp_path / d, model=SMALL, cfg=TrainConfig(**TRIGGER), progress=False) for d in ("a", "b")}
-    assert runs["a"]["triggered"] and 0 < runs["a"]["trigger_step"] < runs["a"]["step"]
-    assert runs["a"]["cycles"] == runs["b"]["cycles"] == 2     # a second cycle, decided on validation: below 0.99 after the first
+    assert runs["a"]["triggered"] and 0 < runs["a"]["trigger_step"] < TRIGGER["steps"] - TRIGGER["decay_steps"]
     assert runs["a"]["trigger_step"] == runs["b"]["trigger_step"] and runs["a"]["step"] == runs["b"]["step"]
     wa, wb = load_file(str(tmp_path / "a/model.safetensors")), load_file(str(tmp_path / "b/model.safetensors"))
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
     # the test sets did differ: the curves logged for watching them are not the same
     assert runs["a"]["s1_token_acc"] != runs["b"]["s1_token_acc"] or runs["a"]["s3_token_acc"] != runs["b"]["s3_token_acc"]
+
+
+def test_another_cycle_is_decided_on_validation_only(datasets, tmp_path):
+    torch.set_num_threads(1)
+    cfg = TrainConfig(**{**TRIGGER, "cycles": 2, "cycle_below": 0.99})
+    runs = {d: train(datasets / d, tmp_path / d, model=SMALL, cfg=cfg, progress=False) for d in ("a", "b")}
+    assert runs["a"]["cycles"] == runs["b"]["cycles"] == 2     # a second cycle: below 0.99 on validation after the first
+    assert runs["a"]["trigger_step"] == runs["b"]["trigger_step"] and runs["a"]["step"] == runs["b"]["step"]
+    wa, wb = load_file(str(tmp_path / "a/model.safetensors")), load_file(str(tmp_path / "b/model.safetensors"))
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
 def test_tuning_prints_validation_and_test_only_on_request(datasets, tmp_path):
