@@ -57,13 +57,15 @@ def test_library_defaults_are_the_cpu_pipelines():
     from unseen.interventions import VARIANTS, variant_settings
     from unseen.model import ModelConfig
     from unseen.train import TrainConfig
+    from unseen.finetune_run import FinetuneConfig
     cpu = yaml.safe_load((ROOT / "params.yaml").read_text())
     base, train, generate = cpu["base"], cpu["train"], cpu["generate"]
     sections = {"train.model": (ModelConfig(), train["model"]),
                 "train.training": (TrainConfig(), {**train["training"], "device": base["device"], "dtype": base["dtype"]}),
                 "train.intervention": (variant_settings("reset")[1], train["intervention"]),
                 "generate": (DataConfig(), {**{k: v for k, v in generate.items() if k != "problem"}, "n_train": base["n_train"]}),
-                "generate.problem": (DataConfig().problem, generate["problem"])}
+                "generate.problem": (DataConfig().problem, generate["problem"]),
+                "finetune.training": (FinetuneConfig(), {**cpu["finetune"]["training"], "device": base["device"]})}
     for name, (config, values) in sections.items():
         defaults = dataclasses.asdict(config)
         differ = {k: (defaults[k], v) for k, v in values.items() if defaults[k] != _listed(v)}

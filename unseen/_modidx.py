@@ -463,6 +463,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'unseen.scoring.eval_mode.__init__': ('scoring.html#eval_mode.__init__', 'unseen/scoring.py'),
                                 'unseen.scoring.length_groups': ('scoring.html#length_groups', 'unseen/scoring.py'),
                                 'unseen.scoring.model_device': ('scoring.html#model_device', 'unseen/scoring.py'),
+                                'unseen.scoring.share_all_right': ('scoring.html#share_all_right', 'unseen/scoring.py'),
                                 'unseen.scoring.target_accuracy': ('scoring.html#target_accuracy', 'unseen/scoring.py'),
                                 'unseen.scoring.teacher_forced': ('scoring.html#teacher_forced', 'unseen/scoring.py')},
             'unseen.tokens': { 'unseen.tokens.Sequences': ('tokens.html#sequences', 'unseen/tokens.py'),

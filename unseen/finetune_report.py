@@ -140,10 +140,10 @@ def plot_pool_cosine(log: pd.DataFrame, st: pd.DataFrame):
 
 # %% ../nbs/08d_finetune_report.ipynb #e692a4a7
 def thresholds(grid: GridResult, secondary_metrics=()) -> pd.DataFrame:
-    "`steps_to_threshold` of every run of `grid`: the threshold metric first, then each secondary metric at the same threshold."
+    "`steps_to_threshold` of every run of `grid`: the threshold metric first, then each other secondary metric at the same threshold."
     cfg = grid.cfg
-    return pd.concat([steps_to_threshold(grid.log, m, cfg.threshold, cfg.steps) for m in [cfg.threshold_metric, *secondary_metrics]],
-                     ignore_index=True)
+    metrics = dict.fromkeys([cfg.threshold_metric, *secondary_metrics])   # the threshold metric once, even if listed again
+    return pd.concat([steps_to_threshold(grid.log, m, cfg.threshold, cfg.steps) for m in metrics], ignore_index=True)
 
 # %% ../nbs/08d_finetune_report.ipynb #c39701cb
 RECIPE_TEXT = {

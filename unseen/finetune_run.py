@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from .finetune import Encoded, Pool, Task, task_token_ids
 from .finetune_rows import TaskRows, target_logits
 from .geometry import mean_pairwise_cosine
+from .scoring import share_all_right
 from .config import check_fields
 
 # %% auto #0
@@ -23,14 +24,13 @@ METRICS = ("loss", "derived_exact", "answer_acc", "exact", "var_acc")
 
 def score(logits, targets, kinds, problem, n: int) -> dict:
     "Teacher-forced metrics of `n` problems; an all-correct target is what greedy decoding would produce."
-    wrong = (logits.argmax(-1) != targets).float()
-    per = lambda sel: torch.zeros(n).index_add_(0, problem[sel].cpu(), wrong[sel].cpu())  # wrong tokens per problem
-    derived = (kinds == 1) | (kinds == 2)
+    wrong = logits.argmax(-1) != targets
+    right = lambda span: share_all_right((wrong & span).cpu().numpy(), problem.cpu().numpy(), n)  # no wrong token in the span
     return {"loss": float(F.cross_entropy(logits.float(), targets)),
-            "derived_exact": float((per(derived) == 0).float().mean()),   # every derived variable (and the list's end)
-            "answer_acc": float((per(kinds == 4) == 0).float().mean()),   # True/False, given the gold derivation
-            "exact": float((per(kinds > 0) == 0).float().mean()),         # the whole target
-            "var_acc": float(1 - wrong[kinds == 1].mean())}               # per derived-variable token
+            "derived_exact": right((kinds == 1) | (kinds == 2)),  # every derived variable (and the list's end)
+            "answer_acc": right(kinds == 4),                      # True/False, given the gold derivation
+            "exact": right(kinds > 0),                            # the whole target
+            "var_acc": float(1 - wrong[kinds == 1].float().mean())}  # per derived-variable token
 
 # %% ../nbs/08b_finetune_run.ipynb #b90d4a9c
 RECIPES = ("rows", "full")
@@ -39,18 +39,18 @@ RECIPES = ("rows", "full")
 class FinetuneConfig:
     "Optimisation and evaluation of one fine-tuning run."
     recipe: str = "rows"           # rows: body + task tokens' rows (CPU); full: every weight (GPU)
-    steps: int = 60                # optimiser steps: the budget (steps-to-threshold beyond it is censored)
+    steps: int = 1000              # optimiser steps: the budget (steps-to-threshold beyond it is censored)
     batch_size: int = 4            # problems per step
-    lr: float = 3e-4               # AdamW learning rate, constant after warm-up
+    lr: float = 2e-4               # AdamW learning rate, constant after warm-up
     betas: tuple = (0.9, 0.999)    # AdamW betas
     weight_decay: float = 0.0      # decoupled weight decay (0: fine-tuning keeps the pretrained weights' scale)
     warmup: int = 5                # linear warm-up steps
     grad_clip: float = 1.0         # max gradient norm (0: none)
     eval_every: int = 5            # steps between evaluations (and one at step 0)
-    eval_growth: float = 0.0       # the gap grows to this fraction of the step, in whole eval_every (0: every eval_every steps)
+    eval_growth: float = 0.1       # the gap grows to this fraction of the step, in whole eval_every (0: every eval_every steps)
     eval_batch: int = 32           # held-out problems per forward pass
-    threshold_metric: str = "derived_exact"  # one of METRICS (not loss)
-    threshold: float = 0.8         # steps-to-threshold: first evaluation with threshold_metric >= this
+    threshold_metric: str = "exact"          # one of METRICS (not loss)
+    threshold: float = 0.6         # steps-to-threshold: first evaluation with threshold_metric >= this
     stop_at_threshold: bool = True # end the run at the threshold
     dtype: str = "bfloat16"        # weights: bfloat16 (pure, no autocast) | float32
     device: str = "cpu"            # cpu | cuda

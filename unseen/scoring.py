@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 from .tokens import Sequences
 
 # %% auto #0
-__all__ = ['length_groups', 'model_device', 'eval_mode', 'teacher_forced', 'target_accuracy']
+__all__ = ['length_groups', 'model_device', 'eval_mode', 'teacher_forced', 'share_all_right', 'target_accuracy']
 
 # %% ../nbs/03a_scoring.ipynb #de694443
 def length_groups(lengths: np.ndarray, batch_size: int = 256) -> list:
@@ -58,12 +58,17 @@ def teacher_forced(model: nn.Module, seqs: Sequences, batch_size: int = 256, dev
     bar.close()
     return pred, loss
 
+# %% ../nbs/03a_scoring.ipynb #13ee5fba
+def share_all_right(wrong: np.ndarray, problem: np.ndarray, n: int) -> float:
+    "The share of `n` problems with no wrong token, from each scored token's `wrong` flag (False where not scored) and its problem."
+    wrong, problem = np.asarray(wrong, bool), np.asarray(problem)
+    return float((np.bincount(problem[wrong], minlength=n) == 0).mean())
+
 # %% ../nbs/03a_scoring.ipynb #8ee97a13
 def target_accuracy(seqs: Sequences, pred: np.ndarray) -> dict:
     "Teacher-forced accuracy on the targets of `seqs` from `teacher_forced`'s predictions: per token, whole targets, answers."
     problem = np.repeat(np.arange(len(seqs)), seqs.lengths)                               # the problem of each token
     in_target = np.arange(len(seqs.tokens)) - seqs.offsets[problem] >= seqs.prompt_len[problem]
     right = pred == seqs.tokens
-    wrong_per_problem = np.bincount(problem[in_target & ~right], minlength=len(seqs))
-    return {"token_acc": float(right[in_target].mean()), "seq_acc": float((wrong_per_problem == 0).mean()),
+    return {"token_acc": float(right[in_target].mean()), "seq_acc": share_all_right(in_target & ~right, problem, len(seqs)),
             "answer_acc": float(right[seqs.offsets[1:] - 2].mean())}
