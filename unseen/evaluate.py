@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from tqdm.auto import tqdm
 from .tokens import Vocab, Sequences, PAD, EOS, COMMA, DOT, QMARK, EQUALS, TRUE, FALSE, COT_FORMATS, SCENARIOS
 from .datasets import load_sequences, load_metadata

@@ -262,7 +262,6 @@ def train(data_dir, out_dir, variant: str = "standard", seed: int = 0, model: di
             if whole >= cfg.cycle_below: break
             print(f"train {variant} s{seed}: validation whole target {whole:.3f} < {cfg.cycle_below} at step {step}: cycle {cycle + 1}")
             cycle, cycle_start, trigger, triggered = cycle + 1, step, None, False
-            bar.total = cycle_end(); bar.refresh()
         step += 1
         lr = cfg.lr_at(step, trigger, cycle_start)
         for g in opt.param_groups: g["lr"] = lr
