@@ -203,18 +203,19 @@ SMALL = dict(n_layer=1, d_model=32, n_head=2, d_mlp=64)
 def test_a_corrupt_checkpoint_is_named_and_the_run_starts_afresh(data, tmp_path, capsys, damage):
     import torch
     from safetensors.torch import load_file
+    from unseen.model import ModelConfig
     from unseen.train import TrainConfig, train
     torch.set_num_threads(1)
     cfg = TrainConfig(steps=12, batch_size=8, warmup=2, decay_steps=6, log_every=6, checkpoint_every=6, monitor_problems=8)
-    train(data, tmp_path / "fresh", model=SMALL, cfg=cfg, progress=False)
-    train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)
+    train(data, tmp_path / "fresh", model=ModelConfig(**SMALL), cfg=cfg, progress=False)
+    train(data, tmp_path / "r", model=ModelConfig(**SMALL), cfg=cfg, progress=False)
     ckpt = tmp_path / "r/checkpoint"
     if damage == "truncated weights": (ckpt / "model.safetensors").write_bytes((ckpt / "model.safetensors").read_bytes()[:100])
     elif damage == "bad json": (ckpt / "state.json").write_text('{"step": 1')
     else: (ckpt / "optimizer.safetensors").unlink()
     for f in ("log.csv", "metrics.json", "model.safetensors"): (tmp_path / "r" / f).unlink()
     capsys.readouterr()
-    train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)
+    train(data, tmp_path / "r", model=ModelConfig(**SMALL), cfg=cfg, progress=False)
     out = capsys.readouterr().out
     assert f"WARNING: checkpoint {ckpt} is unreadable" in out and "starting this run afresh" in out, out
     a, b = load_file(str(tmp_path / "fresh/model.safetensors")), load_file(str(tmp_path / "r/model.safetensors"))

@@ -9,6 +9,7 @@ import torch
 from safetensors.torch import load_file
 
 from unseen.datasets import DataConfig, generate_datasets
+from unseen.model import ModelConfig
 from unseen.train import TrainConfig, train
 
 ROOT = Path(__file__).parents[1]
@@ -33,7 +34,7 @@ def datasets(tmp_path_factory):
 
 def test_training_decides_on_validation_only(datasets, tmp_path):
     torch.set_num_threads(1)
-    runs = {d: train(datasets / d, tmp_path / d, model=SMALL, cfg=TrainConfig(**TRIGGER), progress=False) for d in ("a", "b")}
+    runs = {d: train(datasets / d, tmp_path / d, model=ModelConfig(**SMALL), cfg=TrainConfig(**TRIGGER), progress=False) for d in ("a", "b")}
     assert runs["a"]["triggered"] and 0 < runs["a"]["trigger_step"] < TRIGGER["steps"] - TRIGGER["decay_steps"]
     assert runs["a"]["trigger_step"] == runs["b"]["trigger_step"] and runs["a"]["step"] == runs["b"]["step"]
     wa, wb = load_file(str(tmp_path / "a/model.safetensors")), load_file(str(tmp_path / "b/model.safetensors"))
@@ -45,7 +46,7 @@ def test_training_decides_on_validation_only(datasets, tmp_path):
 def test_another_cycle_is_decided_on_validation_only(datasets, tmp_path):
     torch.set_num_threads(1)
     cfg = TrainConfig(**{**TRIGGER, "cycles": 2, "cycle_below": 0.99})
-    runs = {d: train(datasets / d, tmp_path / d, model=SMALL, cfg=cfg, progress=False) for d in ("a", "b")}
+    runs = {d: train(datasets / d, tmp_path / d, model=ModelConfig(**SMALL), cfg=cfg, progress=False) for d in ("a", "b")}
     assert runs["a"]["cycles"] == runs["b"]["cycles"] == 2     # a second cycle: below 0.99 on validation after the first
     assert runs["a"]["trigger_step"] == runs["b"]["trigger_step"] and runs["a"]["step"] == runs["b"]["step"]
     wa, wb = load_file(str(tmp_path / "a/model.safetensors")), load_file(str(tmp_path / "b/model.safetensors"))

@@ -7,6 +7,8 @@ import torch
 from safetensors.torch import load_file
 
 from unseen.datasets import DataConfig, generate_datasets
+from unseen.interventions import variant_settings
+from unseen.model import ModelConfig
 from unseen.tokens import STRUCTURE
 from unseen.train import TrainConfig, train
 
@@ -22,6 +24,12 @@ def data(tmp_path_factory):
     return d
 
 
+def _variant(name, **intervention):
+    "train()'s model, intervention and variant for variant `name` at the tests' size, with `intervention` overrides."
+    model, iv = variant_settings(name, SMALL, intervention)
+    return dict(model=ModelConfig(**model), intervention=iv, variant=name)
+
+
 def _weights(d):
     return load_file(str(Path(d) / "model.safetensors"))
 
@@ -34,8 +42,8 @@ def test_same_seed_same_result(data, tmp_path):
     torch.set_num_threads(1)
     cfg = TrainConfig(**{**CFG, "steps": 40})
     for name in ("a", "b"):
-        train(data, tmp_path / name, variant="copy_reset", model=SMALL, intervention={"reset_every": 15, "reset_quiet": None}, cfg=cfg, progress=False)
-    train(data, tmp_path / "c", variant="copy_reset", seed=1, model=SMALL, intervention={"reset_every": 15, "reset_quiet": None}, cfg=cfg, progress=False)
+        train(data, tmp_path / name, cfg=cfg, progress=False, **_variant("copy_reset", reset_every=15, reset_quiet=None))
+    train(data, tmp_path / "c", cfg=cfg, seed=1, progress=False, **_variant("copy_reset", reset_every=15, reset_quiet=None))
     assert _same(_weights(tmp_path / "a"), _weights(tmp_path / "b"))
     assert not _same(_weights(tmp_path / "a"), _weights(tmp_path / "c"))
     assert (tmp_path / "a/log.csv").read_text() == (tmp_path / "b/log.csv").read_text()
@@ -43,10 +51,12 @@ def test_same_seed_same_result(data, tmp_path):
 
 SCRIPT = """
 import sys, torch
+from unseen.interventions import variant_settings
+from unseen.model import ModelConfig
 from unseen.train import TrainConfig, train
 torch.set_num_threads(1)
-train(sys.argv[1], sys.argv[2], variant="reset", model={model}, intervention={{"reset_every": 70, "reset_quiet": None}},
-      cfg=TrainConfig(**{cfg}), progress=False)
+model, iv = variant_settings("reset", {model}, {{"reset_every": 70, "reset_quiet": None}})
+train(sys.argv[1], sys.argv[2], ModelConfig(**model), iv, TrainConfig(**{cfg}), variant="reset", progress=False)
 """
 
 
@@ -78,17 +88,17 @@ def test_a_finished_run_rerun_after_its_outputs_are_deleted_writes_them_again(da
     # `dvc repro -f` on a finished run: DVC deletes its outputs, the checkpoint of the last step stays
     torch.set_num_threads(1)
     cfg = TrainConfig(**{**CFG, "steps": 30, "checkpoint_every": 10})
-    train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)
+    train(data, tmp_path / "r", model=ModelConfig(**SMALL), cfg=cfg, progress=False)
     before = {f: (tmp_path / "r" / f).read_bytes() for f in ("log.csv", "metrics.json", "model.safetensors")}
     for f in before: (tmp_path / "r" / f).unlink()
-    train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)
+    train(data, tmp_path / "r", model=ModelConfig(**SMALL), cfg=cfg, progress=False)
     assert {f: (tmp_path / "r" / f).read_bytes() for f in before} == before
 
 
 def test_a_checkpoint_of_another_configuration_is_not_resumed(data, tmp_path, capsys):
     cfg = TrainConfig(**{**CFG, "steps": 20, "checkpoint_every": 10})
-    train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)
-    train(data, tmp_path / "r", model={**SMALL, "d_mlp": 64}, cfg=cfg, progress=False)
+    train(data, tmp_path / "r", model=ModelConfig(**SMALL), cfg=cfg, progress=False)
+    train(data, tmp_path / "r", model=ModelConfig(**{**SMALL, "d_mlp": 64}), cfg=cfg, progress=False)
     assert "another configuration" in capsys.readouterr().out
     rows = list(csv.DictReader(open(tmp_path / "r/log.csv")))
     assert [int(r["step"]) for r in rows] == [0, 20]
@@ -101,10 +111,10 @@ def test_missing_data_is_a_clear_error(tmp_path):
 
 def test_a_checkpoint_left_half_deleted_by_a_kill_does_not_block_the_next(data, tmp_path):
     cfg = TrainConfig(**{**CFG, "steps": 20, "checkpoint_every": 10})
-    train(data, tmp_path / "r", model=SMALL, cfg=cfg, progress=False)
+    train(data, tmp_path / "r", model=ModelConfig(**SMALL), cfg=cfg, progress=False)
     (tmp_path / "r/checkpoint.old").mkdir()                   # killed while deleting the previous checkpoint
     (tmp_path / "r/checkpoint.old/model.safetensors").write_bytes(b"partial")
-    train(data, tmp_path / "r", model=SMALL, cfg=TrainConfig(**{**CFG, "steps": 30, "checkpoint_every": 10}), progress=False)
+    train(data, tmp_path / "r", model=ModelConfig(**SMALL), cfg=TrainConfig(**{**CFG, "steps": 30, "checkpoint_every": 10}), progress=False)
     assert json.loads((tmp_path / "r/checkpoint/state.json").read_text())["step"] == 30
 
 
@@ -116,7 +126,7 @@ def test_resets_of_the_name_rows_keep_the_structure_rows(data, tmp_path):
             "all": ("reset", {"reset_every": 10, "reset_quiet": None})}
     wte = {}
     for name, (variant, overrides) in runs.items():
-        train(data, tmp_path / name, variant=variant, model=SMALL, intervention=overrides, cfg=cfg, progress=False)
+        train(data, tmp_path / name, cfg=cfg, progress=False, **_variant(variant, **overrides))
         wte[name] = _weights(tmp_path / name)["wte.weight"]
     k = len(STRUCTURE)
     assert torch.equal(wte["names"][:k], wte["none"][:k])
@@ -130,7 +140,7 @@ def test_no_reset_in_a_runs_last_cycle(data, tmp_path):
     wte = {}
     for steps in (20, 25, 30):
         cfg = TrainConfig(**{**CFG, "steps": steps, "lr": 0.0, "checkpoint_every": 0})
-        train(data, tmp_path / str(steps), variant="reset", model=SMALL, intervention={"reset_every": 10, "reset_quiet": None}, cfg=cfg, progress=False)
+        train(data, tmp_path / str(steps), cfg=cfg, progress=False, **_variant("reset", reset_every=10, reset_quiet=None))
         wte[steps] = _weights(tmp_path / str(steps))["wte.weight"]
     assert torch.equal(wte[25], wte[20])
     assert not torch.equal(wte[30], wte[20])            # 30 steps: re-drawn at 10 and 20

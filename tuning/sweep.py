@@ -58,8 +58,7 @@ def main():
     exp = resolve_experiment(args.name, {args.name: entry}, n_train=spec.get("n_train", 1000), model=PIPELINE_MODEL,
                              intervention=PIPELINE_INTERVENTION, training=PIPELINE_TRAINING)
     start = time.time()
-    metrics = train(data, out / args.name, variant=exp.variant, seed=spec.get("seed", 0), model=exp.model,
-                    intervention=exp.intervention, cfg=exp.training, progress=False)
+    metrics = train(data, out / args.name, exp.model, exp.intervention, exp.training, spec.get("seed", 0), exp.variant, progress=False)
     model = load_model(out / args.name / "model.safetensors")
     valid = evaluate(model, load_sequences(data / "valid.safetensors"))
     result = {"name": args.name, "minutes": round((time.time() - start) / 60, 1), "steps": metrics["step"],

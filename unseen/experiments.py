@@ -10,6 +10,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 from .datasets import entry_mapping, experiment_n_train
+from .model import ModelConfig
+from .interventions import InterventionConfig, variant_settings
 from .train import TrainConfig, train
 
 # %% auto #0
@@ -25,8 +27,8 @@ class Experiment:
     name: str                       # the key in train.experiments (also the run directory's stem)
     variant: str                    # a key of unseen.interventions.VARIANTS
     n_train: int                    # seen variable names: the dataset runs/data/n{n_train}
-    model: dict = field(default_factory=dict)         # ModelConfig overrides
-    intervention: dict = field(default_factory=dict)  # InterventionConfig overrides
+    model: ModelConfig = field(default_factory=ModelConfig)                # the variant's, with the sections' and the experiment's settings
+    intervention: InterventionConfig = field(default_factory=InterventionConfig)  # likewise
     training: TrainConfig = TrainConfig()
 
 # %% ../nbs/04a_experiments.ipynb #477a1909
@@ -43,9 +45,11 @@ def resolve_experiment(name: str, experiments: dict, n_train: int, model: dict |
                        training: dict | None = None, device: str = "cpu", dtype: str = "bfloat16") -> Experiment:
     "Experiment `name` of `experiments`: the sections of `train` with the experiment's own settings over them."
     spec = experiment_entry(name, experiments)
+    variant = spec.get("variant", name)
+    model_settings, iv = variant_settings(variant, {**(model or {}), **spec.get("model", {})},
+                                          {**(intervention or {}), **spec.get("intervention", {})})   # bad names fail here
     cfg = TrainConfig(**{"device": device, "dtype": dtype, **(training or {}), **spec.get("training", {})})
-    return Experiment(name, spec.get("variant", name), experiment_n_train(name, spec, n_train), {**(model or {}), **spec.get("model", {})},
-                      {**(intervention or {}), **spec.get("intervention", {})}, cfg)
+    return Experiment(name, variant, experiment_n_train(name, spec, n_train), ModelConfig(**model_settings), iv, cfg)
 
 # %% ../nbs/04a_experiments.ipynb #8bb33189
 def run_dir(name: str, seed: int, out_dir=None) -> Path:
@@ -56,8 +60,8 @@ def train_experiment(exp: Experiment, seed: int, data_dir="runs/data", out_dir=N
                      progress=True) -> dict:
     "Train seed `seed` of `exp` on its dataset under `data_dir`; its metrics, also written to `out_dir/metrics.json`."
     data, out = Path(data_dir) / f"n{exp.n_train}", run_dir(exp.name, seed, out_dir)
-    metrics = train(data, out, variant=exp.variant, seed=seed, model=exp.model, intervention=exp.intervention,
-                    cfg=exp.training, checkpoint_dir=Path(checkpoint_root) / out.name, progress=progress)
+    metrics = train(data, out, exp.model, exp.intervention, exp.training, seed, exp.variant,
+                    checkpoint_dir=Path(checkpoint_root) / out.name, progress=progress)
     metrics.update(run=exp.name, n_train=exp.n_train, data_dir=str(data))
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
     return metrics

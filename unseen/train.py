@@ -18,7 +18,7 @@ from .datasets import load_sequences, load_metadata
 from .model import Transformer, ModelConfig
 from .geometry import mean_pairwise_cosine
 from .scoring import teacher_forced, target_accuracy
-from .interventions import InterventionConfig, freeze_embeddings, reset_embeddings, variant_settings
+from .interventions import InterventionConfig, freeze_embeddings, reset_embeddings
 from .config import check_fields
 
 # %% auto #0
@@ -219,16 +219,22 @@ def fingerprint(*configs) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 # %% ../nbs/04_train.ipynb #d55280bc
-def train(data_dir, out_dir, variant: str = "standard", seed: int = 0, model: dict | None = None,
-          intervention: dict | None = None, cfg: TrainConfig = TrainConfig(), checkpoint_dir=None, progress=True) -> dict:
-    "Train one variant on the datasets in `data_dir`; write log, weights and metrics to `out_dir`."
-    data_dir, out_dir = Path(data_dir), Path(out_dir)
-    model_kwargs, iv = variant_settings(variant, model, intervention)   # bad names fail before any work
+def train(data_dir, out_dir,
+          model: ModelConfig = ModelConfig(),                    # its vocabulary and length are set to the data's
+          intervention: InterventionConfig = InterventionConfig(),
+          cfg: TrainConfig = TrainConfig(),
+          seed: int = 0,
+          variant: str = "standard",                             # the recipe's name, for the progress line and metrics
+          checkpoint_dir=None, progress=True) -> dict:
+    "Train `model` under `intervention` on the datasets in `data_dir`; write log, weights and metrics to `out_dir`."
+    if not (isinstance(model, ModelConfig) and isinstance(intervention, InterventionConfig)):   # e.g. a dict of overrides
+        raise TypeError(f"model={model!r}, intervention={intervention!r}: expected a ModelConfig and an InterventionConfig "
+                        "(unseen.experiments.resolve_experiment builds both from params.yaml's overrides)")
+    data_dir, out_dir, iv = Path(data_dir), Path(out_dir), intervention
     train_set = load_sequences(data_dir / "train.safetensors")
     data_cfg = load_metadata(data_dir / "train.safetensors")["config"]
     vocab = Vocab(data_cfg["n_train"], data_cfg["n_unseen"])
-    max_len = int(train_set.lengths.max()) + 8
-    mcfg = ModelConfig(**{"vocab_size": len(vocab), "max_len": max_len, **model_kwargs})
+    mcfg = dataclasses.replace(model, vocab_size=len(vocab), max_len=int(train_set.lengths.max()) + 8)
     run_id = fingerprint(mcfg, iv, cfg, seed, data_cfg)
     if cfg.device == "cpu": torch.set_num_threads(cfg.threads)
     torch.manual_seed(seed)
