@@ -21,7 +21,7 @@ from .finetune_run import FinetuneConfig, finetune
 
 # %% auto #0
 __all__ = ['DEFAULT_CACHE', 'load_causal_lm', 'Condition', 'parse_conditions', 'Prepared', 'prepare_conditions',
-           'pool_similarity', 'run_experiment', 'Experiment', 'load_experiment', 'GridResult', 'run_grid']
+           'pool_similarity', 'run_experiment', 'FinetuneExperiment', 'load_experiment', 'GridResult', 'run_grid']
 
 # %% ../nbs/08c_finetune_experiment.ipynb #6a529407
 DEFAULT_CACHE = "~/.cache/unseen/finetune"
@@ -158,7 +158,7 @@ def run_experiment(model, tokenizer, task: Task, conditions: list, seeds: list, 
 
 # %% ../nbs/08c_finetune_experiment.ipynb #4c036029
 @dataclass
-class Experiment:
+class FinetuneExperiment:
     "A loaded causal LM, the task its conditions share and the optimisation of every run: what `run_grid` runs."
     name: str                              # the model's label in tables
     path: str                              # where its weights were loaded from ('tiny': `tiny_gemma`)
@@ -182,14 +182,14 @@ def load_experiment(model: dict, # {"name": label, "source": a source of `load_c
                     seed: int = 0, # held-out problems, pools, and the first seed of the runs
                     device: str = "cpu", # where the model runs (`training` may name its own)
                     cache_dir=DEFAULT_CACHE, # where a GGUF's dense copy is kept
-                   ) -> Experiment:
+                   ) -> FinetuneExperiment:
     "Load `model` and build the task of its runs, from the `finetune` stage's parameters."
     started = time.time()
     cfg = FinetuneConfig(**{"device": device, **training})
     net, tokenizer, path = load_causal_lm(model["source"], cfg.dtype, device, cache_dir, model["name"])
     load_seconds = time.time() - started
     task = Task.make(tokenizer, LogicConfig.from_dict(problem, "finetune.problem"), n_names, eval_problems, seed)
-    return Experiment(model["name"], path, net, tokenizer, task, cfg, started, load_seconds)
+    return FinetuneExperiment(model["name"], path, net, tokenizer, task, cfg, started, load_seconds)
 
 # %% ../nbs/08c_finetune_experiment.ipynb #1e04154f
 @dataclass
@@ -200,7 +200,7 @@ class GridResult:
     cfg: FinetuneConfig
     info: dict          # model, seconds (from before loading), load_seconds, eval_problems: the report's header
 
-def run_grid(exp: Experiment,
+def run_grid(exp: FinetuneExperiment,
              conditions: dict, # name -> {pool, decollapse, reference, reference_size}, as in params.yaml
              n_seeds: int = 1, # runs per condition: seeds task.seed, task.seed + 1, ...
              keep_weights_dir=None, # save each fine-tuned model here (large); None: keep nothing

@@ -17,12 +17,12 @@ from .scoring import share_all_right
 from .config import check_fields
 
 # %% auto #0
-__all__ = ['METRICS', 'RECIPES', 'score', 'FinetuneConfig', 'evaluate', 'rows_cosine', 'finetune']
+__all__ = ['METRICS', 'RECIPES', 'target_scores', 'FinetuneConfig', 'score_held_out', 'rows_cosine', 'finetune']
 
 # %% ../nbs/08b_finetune_run.ipynb #7e1edef8
 METRICS = ("loss", "derived_exact", "answer_acc", "exact", "var_acc")
 
-def score(logits, targets, kinds, problem, n: int) -> dict:
+def target_scores(logits, targets, kinds, problem, n: int) -> dict:
     "Teacher-forced metrics of `n` problems; an all-correct target is what greedy decoding would produce."
     wrong = logits.argmax(-1) != targets
     right = lambda span: share_all_right((wrong & span).cpu().numpy(), problem.cpu().numpy(), n)  # no wrong token in the span
@@ -78,14 +78,14 @@ class FinetuneConfig:
 
 # %% ../nbs/08b_finetune_run.ipynb #5222abd5
 @torch.no_grad()
-def evaluate(model, rows, task: Task, pool: Pool, cfg: FinetuneConfig) -> dict:
+def score_held_out(model, rows, task: Task, pool: Pool, cfg: FinetuneConfig) -> dict:
     "Teacher-forced metrics on the held-out problems."
     model.eval()
     parts, n = [], len(task.held_out)
     for start in range(0, n, cfg.eval_batch):
         enc = _to(task.encode_held_out(start, start + cfg.eval_batch, pool), cfg.device)
         lg, tg, kd, pb = target_logits(model, rows, enc)
-        parts.append((score(lg, tg, kd, pb, len(enc)), len(enc)))
+        parts.append((target_scores(lg, tg, kd, pb, len(enc)), len(enc)))
     return {k: sum(s[k] * m for s, m in parts) / n for k in METRICS}
 
 def _to(enc: Encoded, device) -> Encoded:
@@ -118,7 +118,7 @@ def finetune(model, # a causal LM, weights in cfg.dtype on cfg.device: trained i
     opt = torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, fused=True)  # fused: 3x faster on CPU
     log, start, reached, scored = [], time.time(), False, set(cfg.eval_steps())
     def record(step, train_loss):
-        row = {"step": step, "train_loss": train_loss, **evaluate(model, rows, task, pool, cfg),
+        row = {"step": step, "train_loss": train_loss, **score_held_out(model, rows, task, pool, cfg),
                "pool_cosine": rows_cosine(model, rows, pool.ids), "seconds": time.time() - start}
         log.append(row)
         if progress: progress(step, row)

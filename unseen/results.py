@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['CLAIMS', 'BEGIN', 'END', 'README_BLOCKS', 'verdict', 'run_files', 'collect', 'results_table', 'markdown_table',
+__all__ = ['CLAIMS', 'BEGIN', 'END', 'README_BLOCKS', 'verdict', 'run_files', 'collect', 'results_table', 'markdown_results',
            'redrawn_table', 'markdown_redrawn', 'update_readme', 'readme_main']
 
 # %% ../nbs/09_results.ipynb #5fdac633
@@ -74,7 +74,7 @@ def results_table(runs: pd.DataFrame, experiments, metric: str = "exact_match") 
                          "mean": mean, "std": std, "worst": worst, "seeds": int(n), "paper": claim, "verdict": v})
     return pd.DataFrame(rows)
 
-def markdown_table(table: pd.DataFrame) -> str:
+def markdown_results(table: pd.DataFrame) -> str:
     "The table as markdown: a row per variant, a column per scenario (mean ± std, claim, verdict)."
     names = {"s1": "1: all seen", "s2": "2: query unseen", "s3": "3: all unseen"}
     # the worst seed's scenario 1: whether every seed learned the task, without which scenarios 2 and 3 say nothing
