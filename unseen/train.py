@@ -42,7 +42,7 @@ class TrainConfig:
     trigger_at: float = 0.95       # trigger: the value of `trigger_metric`, at a log row, that starts the decay
     decay_steps: int = 3000        # trigger: steps of the cosine decay after the trigger; the run stops at its end
     cycles: int = 5                # trigger: schedules a run may go through; another starts (warm-up, hold, decay) while
-    cycle_below: float = 0.97      #   the whole validation split's teacher-forced whole-target accuracy at a decay's end is below this
+    cycle_below: float = 0.98      #   the whole validation split's teacher-forced whole-target accuracy at a decay's end is below this
     grad_clip: float = 1.0         # max gradient norm (0: no clipping)
     answer_weight: float = 1.0     # weight of the answer token (T/F) in the loss; the other targets weigh 1
     dtype: str = "bfloat16"        # float32 | bfloat16 (autocast)
