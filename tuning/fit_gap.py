@@ -5,21 +5,21 @@
 Greedy exact match on the first PROBLEMS problems of each run's training set and on its validation split, one line per
 run, lowest validation first, then the mean gap of the runs below and at or above `--below` on validation.
 """
-import argparse, json
+import argparse, functools, json
 from pathlib import Path
 
 import torch
 
 from unseen.datasets import load_sequences
 from unseen.evaluate import evaluate
-from unseen.tokens import Sequences
-from unseen.train import load_model
+from unseen.train import _head, load_model
 
 
-def first_problems(seqs: Sequences, n: int) -> Sequences:
-    "The first `n` problems of `seqs` (all of them if it holds fewer)."
-    end = min(n, len(seqs))
-    return Sequences(seqs.tokens[:seqs.offsets[end]], seqs.offsets[:end + 1], seqs.prompt_len[:end], seqs.label[:end], seqs.depth[:end])
+@functools.cache
+def splits(data_dir: str, problems: int) -> tuple:
+    "The first `problems` training problems and the validation split of a dataset, read once for all the runs that share it."
+    train = load_sequences(Path(data_dir) / "train.safetensors")
+    return _head(train, min(problems, len(train))), load_sequences(Path(data_dir) / "valid.safetensors")
 
 
 def main():
@@ -31,8 +31,8 @@ def main():
     for run in sorted(Path("runs/train").glob("*/metrics.json")):
         trained = json.loads(run.read_text())
         model = load_model(run.parent / "model.safetensors")
-        fit = evaluate(model, first_problems(load_sequences(Path(trained["data_dir"]) / "train.safetensors"), args.problems))["exact_match"]
-        valid = evaluate(model, load_sequences(Path(trained["data_dir"]) / "valid.safetensors"))["exact_match"]
+        train, valid = splits(trained["data_dir"], args.problems)
+        fit, valid = evaluate(model, train)["exact_match"], evaluate(model, valid)["exact_match"]
         rows.append((valid, fit, run.parent.name, trained["step"], trained.get("cycles")))
     print("| run | steps | cycles | training problems | validation | gap |\n|---|---|---|---|---|---|")
     for valid, fit, name, steps, cycles in sorted(rows):
