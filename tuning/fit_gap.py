@@ -1,6 +1,6 @@
 """How well each trained run of the pipeline fits its own training problems, against new problems of the same distribution.
 
-    python tuning/fit_gap.py [--problems 1000]     # in a checkout whose runs/train/*/model.safetensors are there (dvc checkout)
+    python tuning/fit_gap.py [--problems 1000]     # in a checkout whose runs/models/*.safetensors are there (dvc checkout)
 
 Greedy exact match on the first PROBLEMS problems of each run's training set and on its validation split, one line per
 run, lowest validation first, then the mean gap of the runs below and at or above `--below` on validation.
@@ -12,14 +12,15 @@ import torch
 
 from unseen.datasets import load_sequences
 from unseen.evaluate import evaluate
-from unseen.train import _head, load_model
+from unseen.experiments import weights_path
+from unseen.train import first_problems, load_model
 
 
 @functools.cache
 def splits(data_dir: str, problems: int) -> tuple:
     "The first `problems` training problems and the validation split of a dataset, read once for all the runs that share it."
     train = load_sequences(Path(data_dir) / "train.safetensors")
-    return _head(train, min(problems, len(train))), load_sequences(Path(data_dir) / "valid.safetensors")
+    return first_problems(train, problems), load_sequences(Path(data_dir) / "valid.safetensors")
 
 
 def main():
@@ -30,7 +31,7 @@ def main():
     rows = []
     for run in sorted(Path("runs/train").glob("*/metrics.json")):
         trained = json.loads(run.read_text())
-        model = load_model(run.parent / "model.safetensors")
+        model = load_model(weights_path(trained["run"], trained["seed"]))
         train, valid = splits(trained["data_dir"], args.problems)
         fit, valid = evaluate(model, train)["exact_match"], evaluate(model, valid)["exact_match"]
         rows.append((valid, fit, run.parent.name, trained["step"], trained.get("cycles")))
