@@ -104,6 +104,17 @@ def test_the_command_line_beats_the_experiment_in_a_real_run(repo):
     assert not list(Path("runs/train").rglob("metrics.json")) and not list(Path("runs/models").glob("*.safetensors"))
 
 
+@pytest.mark.slow
+def test_a_run_by_hand_elsewhere_keeps_its_weights_beside_its_log(repo):
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["train"]["experiments"]["standard"] = {"variant": "standard", "training": {"steps": 4, "log_every": 2, "schedule": "cosine"}}
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    main(["generate"])
+    main(["train", "-p", "run=standard", "-p", "out_dir=runs/mine", "--tag", "mine"])
+    assert sorted(p.name for p in Path("runs/mine").iterdir()) == ["log.csv", "metrics.json", "standard-s0.safetensors", "training.png"]
+    assert not Path("runs/models").exists()   # the pipeline's weights directory is untouched
+
+
 # 4. a run by hand never overwrites what dvc.lock tracks
 
 def _lock(stage_outs: dict):

@@ -215,10 +215,10 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
     defaults = notebook_parameters(notebook)
     matrix = tuple(dvc_stage(name, root).get("matrix") or ())
     parameters = stage_parameters(name, load_params(root / params_file), defaults, overrides, matrix)
-    # a run by hand elsewhere (-p out_dir=DIR) keeps its weights there too, unless -p weights_dir says otherwise
-    if "weights_dir" in defaults and "out_dir" in (overrides or {}) and "weights_dir" not in overrides:
-        parameters = {**parameters, "weights_dir": parameters["out_dir"]}
     out = root / "runs" / "notebooks" / f"{name}{'-' + tag if tag else ''}.ipynb"
+    # a run by hand elsewhere (-p out_dir=DIR) keeps its weights there too, unless -p weights_dir says otherwise
+    weights_follow = "weights_dir" in defaults and "out_dir" in (overrides or {}) and "weights_dir" not in overrides
+    if weights_follow: parameters = {**parameters, "weights_dir": parameters["out_dir"]}
     if not pipeline_call(): check_by_hand(name, parameters, defaults, out.relative_to(root).as_posix(), root)
     out_dir = output_dir(name, parameters, defaults, root)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -226,6 +226,7 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
     with writing(out_dir, root) if out_dir else contextlib.nullcontext() as partial_dir:
         for stale in (out, failed): stale.unlink(missing_ok=True)
         if partial_dir: parameters = {**parameters, "out_dir": str(partial_dir)}
+        if weights_follow: parameters = {**parameters, "weights_dir": parameters["out_dir"]}   # inside the partial directory
         # the long loops' bars go to a progress file (unseen.progress: UNSEEN_PROGRESS), which unseen-repro shows, not into the notebook
         before = os.environ.get("UNSEEN_PROGRESS")
         os.environ["UNSEEN_PROGRESS"] = before or str((root / "runs" / "logs" / f"{out.stem}.progress").resolve())
