@@ -1,6 +1,6 @@
 """Greedy decoding with the KV cache against recomputing the whole prefix for every new token.
 
-    python benchmarks/decode.py [--batch 512] [--new 13 21 40] [--model runs/train/standard-s0/model.safetensors]
+    python benchmarks/decode.py [--batch 512] [--new 13 21 40] [--model runs/models/standard-s0.safetensors]
     python benchmarks/decode.py --device cuda --params params-paper.yaml     # a fresh paper-scale model on a GPU
 
 Both decode the same batch of equal-length prompts (scenario 1 test problems of `dvc repro generate`)

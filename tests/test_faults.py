@@ -101,7 +101,18 @@ def test_the_command_line_beats_the_experiment_in_a_real_run(repo):
     assert Path("runs/train/standard-s0/metrics.json").exists()
     assert "unseen-stage train: FileNotFoundError" in _first_line(["train", "-p", "run=standard", "-p", "data_dir=runs/nowhere"])
     assert not Path("runs/train/standard-s0").exists()
-    assert not list(Path("runs/train").rglob("metrics.json")) and not list(Path("runs/train").rglob("model.safetensors"))
+    assert not list(Path("runs/train").rglob("metrics.json")) and not list(Path("runs/models").glob("*.safetensors"))
+
+
+@pytest.mark.slow
+def test_a_run_by_hand_elsewhere_keeps_its_weights_beside_its_log(repo):
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["train"]["experiments"]["standard"] = {"variant": "standard", "training": {"steps": 4, "log_every": 2, "schedule": "cosine"}}
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    main(["generate"])
+    main(["train", "-p", "run=standard", "-p", "out_dir=runs/mine", "--tag", "mine"])
+    assert sorted(p.name for p in Path("runs/mine").iterdir()) == ["log.csv", "metrics.json", "standard-s0.safetensors", "training.png"]
+    assert not Path("runs/models").exists()   # the pipeline's weights directory is untouched
 
 
 # 4. a run by hand never overwrites what dvc.lock tracks
@@ -112,13 +123,13 @@ def _lock(stage_outs: dict):
 
 
 def test_a_run_by_hand_does_not_overwrite_dvc_tracked_outputs(repo, monkeypatch):
-    _lock({"train@standard-0": ["runs/train/standard-s0/model.safetensors", "runs/notebooks/train-standard-s0.ipynb"],
+    _lock({"train@standard-0": ["runs/models/standard-s0.safetensors", "runs/notebooks/train-standard-s0.ipynb"],
            "generate": ["runs/data", "runs/notebooks/generate.ipynb"]})
     line = _first_line(["train", "-p", "run=standard", "-p", "seed=0", "--tag", "standard-s0"])
     assert "is an output of the DVC pipeline (dvc.lock): a run by hand does not overwrite it" in line, line
     assert "runs/data is an output" in _first_line(["generate", "--tag", "mine"])
     assert "runs/notebooks/generate.ipynb is an output" in _first_line(["generate", "-p", "out_dir=runs/mine"])
-    assert "runs/train/standard-s0/model.safetensors" in _first_line(["train", "-p", "run=standard", "--tag", "try"])
+    assert "runs/models/standard-s0.safetensors" in _first_line(["train", "-p", "run=standard", "--tag", "try"])
     # elsewhere is fine: it gets as far as the notebook, which finds no data
     assert "no dataset at" in _first_line(["train", "-p", "run=standard", "-p", "out_dir=runs/mine", "--tag", "mine"])
     monkeypatch.setenv("DVC_STAGE", "train@standard-0")   # DVC's own call writes the tracked outputs

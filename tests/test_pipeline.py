@@ -108,7 +108,7 @@ def test_bad_stage_inputs_give_one_clear_message(tmp_path, monkeypatch):
         (["train", "-p", "run=forget"], "unknown experiment 'forget': train.experiments in params.yaml has"),
         (["train", "-p", "experiments={x: {variant: forget}}", "-p", "run=x"], "variant='forget': expected one of"),
         (["train", "-p", "run=standard", "-p", "model={d_model: 30, n_head: 4}"], "d_model=30 must be a multiple of n_head=4"),
-        (["evaluate", "-p", "run=copy"], "no model weights at runs/train/copy-s0/model.safetensors"),
+        (["evaluate", "-p", "run=copy"], "no model weights at runs/models/copy-s0.safetensors"),
     ]
     for argv, message in cases:
         with pytest.raises(SystemExit) as e:

@@ -23,7 +23,7 @@ REMOTE_SMOKE = {
               "n_bootstrap": 50, "pair_samples": 200},
 }
 DATA_SUFFIXES = {".safetensors", ".json", ".csv", ".png", ".pdf", ".ipynb", ".md", ".txt"}
-MODEL = "runs/train/standard-s0/model.safetensors"
+MODEL = "runs/models/standard-s0.safetensors"
 
 
 def _dvc(*args, cwd):
@@ -211,7 +211,7 @@ def test_pulled_files_are_data_not_code(pulled):
         assert f.suffix == ".safetensors" or not is_pickle_mark, f"{f.relative_to(clone)} is a pickle"
         if f.suffix == ".safetensors":
             assert safetensors.torch.load_file(f), f  # parses the header and every tensor; runs no code
-            checkpoints += f.name == "model.safetensors"
+            checkpoints += f.parent.name == "models"   # a trained model's weights
         elif f.suffix in (".json", ".ipynb"):
             json.loads(f.read_text())
         elif f.suffix == ".png":

@@ -1,39 +1,24 @@
 """How well each trained run of the pipeline fits its own training problems, against new problems of the same distribution.
 
-    python tuning/fit_gap.py [--problems 1000]     # in a checkout whose runs/train/*/model.safetensors are there (dvc checkout)
+    python tuning/fit_gap.py [--below 0.98]     # in a clone: reads runs/train and runs/eval, which are in git
 
-Greedy exact match on the first PROBLEMS problems of each run's training set and on its validation split, one line per
-run, lowest validation first, then the mean gap of the runs below and at or above `--below` on validation.
+The evaluate stage decodes (greedily) each run's validation split and the first `evaluate.fit_problems` problems of
+its training set (`valid_exact_match`, `fit_exact_match`). One line per run, lowest validation first, then the mean
+gap of the runs below and at or above `--below` on validation.
 """
-import argparse, functools, json
+import argparse, json
 from pathlib import Path
-
-import torch
-
-from unseen.datasets import load_sequences
-from unseen.evaluate import evaluate
-from unseen.train import _head, load_model
-
-
-@functools.cache
-def splits(data_dir: str, problems: int) -> tuple:
-    "The first `problems` training problems and the validation split of a dataset, read once for all the runs that share it."
-    train = load_sequences(Path(data_dir) / "train.safetensors")
-    return _head(train, min(problems, len(train))), load_sequences(Path(data_dir) / "valid.safetensors")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--problems", type=int, default=1000); ap.add_argument("--below", type=float, default=0.98)
+    ap.add_argument("--below", type=float, default=0.98)
     args = ap.parse_args()
-    torch.set_num_threads(1)
     rows = []
-    for run in sorted(Path("runs/train").glob("*/metrics.json")):
-        trained = json.loads(run.read_text())
-        model = load_model(run.parent / "model.safetensors")
-        train, valid = splits(trained["data_dir"], args.problems)
-        fit, valid = evaluate(model, train)["exact_match"], evaluate(model, valid)["exact_match"]
-        rows.append((valid, fit, run.parent.name, trained["step"], trained.get("cycles")))
+    for path in sorted(Path("runs/eval").glob("*/metrics.json")):
+        scores, trained = json.loads(path.read_text()), json.loads((Path("runs/train") / path.parent.name / "metrics.json").read_text())
+        if "fit_exact_match" not in scores: raise SystemExit(f"{path} has no fit_exact_match: rerun its evaluate stage (dvc repro)")
+        rows.append((scores["valid_exact_match"], scores["fit_exact_match"], path.parent.name, trained["step"], trained.get("cycles")))
     print("| run | steps | cycles | training problems | validation | gap |\n|---|---|---|---|---|---|")
     for valid, fit, name, steps, cycles in sorted(rows):
         print(f"| {name} | {steps:,} | {cycles} | {fit:.3f} | {valid:.3f} | {fit - valid:+.3f} |")

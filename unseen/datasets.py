@@ -27,7 +27,7 @@ class DataConfig:
     n_train: int = 1000            # seen variable names (the data-diversity knob)
     n_unseen: int = 100            # unseen variable names, only in test scenarios 2 and 3
     cot_format: str = "derived"    # token format of prompt and chain of thought: see `unseen.tokens`
-    train_problems: int = 200_000  # training problems (all names seen)
+    train_problems: int = 1_000_000  # training problems (all names seen)
     test_problems: int = 500       # problems per test scenario
     valid_problems: int = 500      # validation problems: the training distribution (seen names), their own seed
     problem: LogicConfig = field(default_factory=LogicConfig)  # what a problem looks like

@@ -13,12 +13,13 @@ from .tokens import Vocab, Sequences, PAD, EOS, COMMA, DOT, QMARK, EQUALS, TRUE,
 from .datasets import load_sequences, load_metadata
 from .interventions import redraw_rows, variant_settings
 from .scoring import length_groups, model_device, eval_mode, teacher_forced
+from .train import first_problems
 
 # %% auto #0
 __all__ = ['KINDS', 'STRUCTURE_KIND', 'COPY_SEEN', 'COPY_UNSEEN', 'NEXT_RULE_SEEN', 'NEXT_RULE_UNSEEN', 'ANSWER', 'PROMPT',
            'greedy_decode', 'OracleModel', 'target_matrix', 'score', 'evaluate', 'token_kinds', 'show_kinds',
            'diagnose', 'load_scenarios', 'evaluate_scenarios', 'diagnose_scenarios', 'evaluate_redrawn', 'evaluate_run',
-           'headline_metrics', 'kinds_table', 'kinds_figure']
+           'evaluate_fit', 'headline_metrics', 'kinds_table', 'kinds_figure']
 
 # %% ../nbs/05_evaluate.ipynb #5e3011de
 def _greedy_batch(model, prompts: torch.Tensor, max_new: int, use_cache: bool = True) -> torch.Tensor:
@@ -231,10 +232,14 @@ def evaluate_run(model: nn.Module, data_dir, variant: str, seed: int = 0, batch_
     if variant_settings(variant)[1].reset_every: decoded.update(evaluate_redrawn(model, data_dir, seed, batch_size, device))
     return valid, decoded, diagnosis
 
+def evaluate_fit(model: nn.Module, data_dir, problems: int, batch_size: int = 256, device=None) -> dict:
+    "Greedy decoding of the first `problems` training problems: a gap to `valid` (new problems, same distribution) says the model fits its training set."
+    return evaluate(model, first_problems(load_sequences(Path(data_dir) / "train.safetensors"), problems), batch_size=batch_size, device=device)
+
 # %% ../nbs/05_evaluate.ipynb #10d9a875
-def headline_metrics(valid: dict, decoded: dict, diagnosis: dict) -> dict:
-    "Exact match and answer of the validation split and each decoded set; teacher-forced accuracy of the unseen kinds where there are such tokens."
-    return {**{f"{s}_{k}": r[k] for s, r in {"valid": valid, **decoded}.items() for k in ("exact_match", "answer")},
+def headline_metrics(valid: dict, decoded: dict, diagnosis: dict, fit: dict | None = None) -> dict:
+    "Exact match and answer of the validation split, the training problems (`fit`, when given) and each decoded set; teacher-forced accuracy of the unseen kinds where there are such tokens."
+    return {**{f"{s}_{k}": r[k] for s, r in {"valid": valid, **({"fit": fit} if fit else {}), **decoded}.items() for k in ("exact_match", "answer")},
             **{f"{s}_tf_{k}": diagnosis[s]["accuracy"][k] for s in diagnosis for k in ("copy_unseen", "next_rule_unseen")
                if diagnosis[s]["accuracy"][k] is not None}}
 

@@ -15,8 +15,8 @@ from .interventions import InterventionConfig, variant_settings
 from .train import TrainConfig, train
 
 # %% auto #0
-__all__ = ['EXPERIMENT_KEYS', 'Experiment', 'experiment_entry', 'resolve_experiment', 'run_dir', 'train_experiment',
-           'plot_training']
+__all__ = ['EXPERIMENT_KEYS', 'Experiment', 'experiment_entry', 'resolve_experiment', 'run_dir', 'weights_path',
+           'train_experiment', 'plot_training']
 
 # %% ../nbs/04a_experiments.ipynb #5657c8b5
 EXPERIMENT_KEYS = ("variant", "n_train", "model", "intervention", "training")   # what an entry of train.experiments may set
@@ -56,12 +56,17 @@ def run_dir(name: str, seed: int, out_dir=None) -> Path:
     "Where seed `seed` of experiment `name` writes its results: `out_dir`, or runs/train/NAME-sSEED."
     return Path(out_dir or f"runs/train/{name}-s{seed}")
 
+def weights_path(name: str, seed: int, weights_dir="runs/models") -> Path:
+    "The file of seed `seed` of experiment `name`'s trained weights: WEIGHTS_DIR/NAME-sSEED.safetensors."
+    # apart from runs/train, whose logs and metrics are in git: the tables and figures are drawn from git alone
+    return Path(weights_dir) / f"{name}-s{seed}.safetensors"
+
 def train_experiment(exp: Experiment, seed: int, data_dir="runs/data", out_dir=None, checkpoint_root="runs/checkpoints",
-                     progress=True) -> dict:
-    "Train seed `seed` of `exp` on its dataset under `data_dir`; its metrics, also written to `out_dir/metrics.json`."
+                     progress=True, weights=None) -> dict:
+    "Train seed `seed` of `exp` on its dataset under `data_dir`; its metrics, also in `out_dir/metrics.json`, and its weights in `weights` (default: in `out_dir`)."
     data, out = Path(data_dir) / f"n{exp.n_train}", run_dir(exp.name, seed, out_dir)
     metrics = train(data, out, exp.model, exp.intervention, exp.training, seed, exp.variant,
-                    checkpoint_dir=Path(checkpoint_root) / out.name, progress=progress)
+                    checkpoint_dir=Path(checkpoint_root) / out.name, progress=progress, weights=weights)
     metrics.update(run=exp.name, n_train=exp.n_train, data_dir=str(data))
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
     return metrics

@@ -138,7 +138,7 @@ def stage_outputs(name: str, parameters: dict, root=".") -> list:
     return outs
 
 # %% ../nbs/10_pipeline.ipynb #84ef0522
-OUTPUT_DIRS = ("out_dir", "figures_dir")   # the parameters that say where a stage writes
+OUTPUT_DIRS = ("out_dir", "figures_dir", "weights_dir")   # the parameters that say where a stage writes
 
 def tracked_outputs(root=".") -> set:
     "Every output path that `dvc.lock` records."
@@ -160,8 +160,9 @@ def check_by_hand(name: str, parameters: dict, defaults: dict, notebook_out: str
     outs = [o for o in stage_outputs(name, parameters, root) if written(o) and not _under(o, ["runs/notebooks"])]
     for out in [notebook_out] + outs:
         if _under(out, tracked) or any(_under(t, [out]) for t in tracked):
+            where = next((k for k in OUTPUT_DIRS[1:] if defaults.get(k) and _under(out, [defaults[k]])), "out_dir")
             raise ValueError(f"{out} is an output of the DVC pipeline (dvc.lock): a run by hand does not overwrite it; "
-                             f"run `dvc repro {name}`, or write elsewhere with -p out_dir=DIR --tag NAME")
+                             f"run `dvc repro {name}`, or write elsewhere with -p {where}=DIR --tag NAME")
 
 # %% ../nbs/10_pipeline.ipynb #648d1a6e
 def output_dir(name: str, parameters: dict, defaults: dict, root=".") -> Path | None:
@@ -169,7 +170,8 @@ def output_dir(name: str, parameters: dict, defaults: dict, root=".") -> Path | 
     if "out_dir" not in defaults: return None
     value = parameters.get("out_dir", defaults["out_dir"])
     if isinstance(value, str) and value: return Path(value)
-    outs = [o for o in stage_outputs(name, parameters, root) if not _under(o, ["runs/notebooks"] + [defaults.get("figures_dir")])]
+    # figures and weights go to their own directories, beside the one that the partial directory replaces
+    outs = [o for o in stage_outputs(name, parameters, root) if not _under(o, ["runs/notebooks"] + [defaults.get(k) for k in OUTPUT_DIRS[1:]])]
     parents = {Path(o).parent for o in outs}
     return parents.pop() if len(parents) == 1 else None
 
@@ -214,6 +216,9 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
     matrix = tuple(dvc_stage(name, root).get("matrix") or ())
     parameters = stage_parameters(name, load_params(root / params_file), defaults, overrides, matrix)
     out = root / "runs" / "notebooks" / f"{name}{'-' + tag if tag else ''}.ipynb"
+    # a run by hand elsewhere (-p out_dir=DIR) keeps its weights there too, unless -p weights_dir says otherwise
+    weights_follow = "weights_dir" in defaults and "out_dir" in (overrides or {}) and "weights_dir" not in overrides
+    if weights_follow: parameters = {**parameters, "weights_dir": parameters["out_dir"]}
     if not pipeline_call(): check_by_hand(name, parameters, defaults, out.relative_to(root).as_posix(), root)
     out_dir = output_dir(name, parameters, defaults, root)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -221,6 +226,7 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
     with writing(out_dir, root) if out_dir else contextlib.nullcontext() as partial_dir:
         for stale in (out, failed): stale.unlink(missing_ok=True)
         if partial_dir: parameters = {**parameters, "out_dir": str(partial_dir)}
+        if weights_follow: parameters = {**parameters, "weights_dir": parameters["out_dir"]}   # inside the partial directory
         # the long loops' bars go to a progress file (unseen.progress: UNSEEN_PROGRESS), which unseen-repro shows, not into the notebook
         before = os.environ.get("UNSEEN_PROGRESS")
         os.environ["UNSEEN_PROGRESS"] = before or str((root / "runs" / "logs" / f"{out.stem}.progress").resolve())

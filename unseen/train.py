@@ -23,7 +23,7 @@ from .config import check_fields
 
 # %% auto #0
 __all__ = ['ANSWERS', 'TrainConfig', 'batch_at', 'batch_from', 'target_loss', 'collapse_stats', 'save_weights', 'load_model',
-           'save_checkpoint', 'load_checkpoint', 'build_optimizer', 'monitor', 'fingerprint', 'train']
+           'save_checkpoint', 'load_checkpoint', 'build_optimizer', 'monitor', 'fingerprint', 'train', 'first_problems']
 
 # %% ../nbs/04_train.ipynb #968d8e5c
 @dataclass(frozen=True)
@@ -225,12 +225,15 @@ def train(data_dir, out_dir,
           cfg: TrainConfig = TrainConfig(),
           seed: int = 0,
           variant: str = "standard",                             # the recipe's name, for the progress line and metrics
-          checkpoint_dir=None, progress=True) -> dict:
-    "Train `model` under `intervention` on the datasets in `data_dir`; write log, weights and metrics to `out_dir`."
+          checkpoint_dir=None, progress=True,
+          weights=None) -> dict:                                   # the weights' file; default out_dir/model.safetensors
+    "Train `model` under `intervention` on the datasets in `data_dir`; write log and metrics to `out_dir`, and the weights."
     if not (isinstance(model, ModelConfig) and isinstance(intervention, InterventionConfig)):   # e.g. a dict of overrides
         raise TypeError(f"model={model!r}, intervention={intervention!r}: expected a ModelConfig and an InterventionConfig "
                         "(unseen.experiments.resolve_experiment builds both from params.yaml's overrides)")
     data_dir, out_dir, iv = Path(data_dir), Path(out_dir), intervention
+    weights = Path(weights) if weights else out_dir / "model.safetensors"
+    weights.unlink(missing_ok=True)              # old weights never stand beside a new, failed run
     train_set = load_sequences(data_dir / "train.safetensors")
     data_cfg = load_metadata(data_dir / "train.safetensors")["config"]
     vocab = Vocab(data_cfg["n_train"], data_cfg["n_unseen"])
@@ -248,7 +251,7 @@ def train(data_dir, out_dir,
     # the validation split decides (the trigger); the scenario test sets are only watched
     sets = {s: load_sequences(data_dir / f"{split}.safetensors") for s, split in (("valid", "valid"), ("s1", "test_s1"), ("s2", "test_s2"), ("s3", "test_s3"))}
     valid = sets["valid"]                                            # all of it: what decides whether a run takes another cycle
-    sets = {s: _head(v, min(len(v), cfg.monitor_problems)) for s, v in sets.items()}
+    sets = {s: first_problems(v, cfg.monitor_problems) for s, v in sets.items()}
     rows = resumed.get("rows", [])   # the log up to the checkpoint travels with it: DVC deletes a stage's outputs before a rerun
     autocast = torch.autocast(cfg.device.split(":")[0], dtype=torch.bfloat16) if cfg.dtype == "bfloat16" else contextlib.nullcontext()
     running, seen = resumed.get("running", 0.0), resumed.get("seen", 0)   # the loss average since the last log row
@@ -297,15 +300,18 @@ def train(data_dir, out_dir,
         bar.update(1)
     bar.close()
     _write_log(out_dir / "log.csv", rows)   # again: a run resumed from its last checkpoint takes no step, and DVC deleted the log
-    save_weights(net, out_dir / "model.safetensors")
+    weights.parent.mkdir(parents=True, exist_ok=True)
+    partial = weights.with_name(weights.name + ".partial")
+    save_weights(net, partial); partial.rename(weights)   # whole or not at all: the weights may sit outside the partial directory
     metrics = {k: (float(v) if k != "step" else int(v)) for k, v in rows[-1].items()}
     metrics.update(variant=variant, seed=seed, parameters=net.n_params())
     if cfg.schedule == "trigger": metrics.update(trigger_step=trigger, triggered=triggered, cycles=cycle)   # the last cycle's trigger
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=1))
     return metrics
 
-def _head(seqs: Sequences, n: int) -> Sequences:
-    "The first `n` sequences."
+def first_problems(seqs: Sequences, n: int) -> Sequences:
+    "The first `n` sequences (all of them when there are fewer)."
+    n = min(n, len(seqs))
     end = seqs.offsets[n]
     return Sequences(seqs.tokens[:end], seqs.offsets[:n + 1], seqs.prompt_len[:n], seqs.label[:n], seqs.depth[:n])
 
