@@ -3,13 +3,14 @@ the paper-scale estimate needs (docs/paper-scale.md): several training runs shar
 
     python benchmarks/paper_smoke.py [--params params-paper.yaml] [--steps 2000] [--runs standard freeze] [--out runs/smoke]
     python benchmarks/paper_smoke.py --share 1 2 4 [--share-steps 100]     # K runs of the paper model on one GPU at once
-    python benchmarks/paper_smoke.py --finetune 1b [--finetune-steps 30]    # full fine-tuning of a Gemma 3 shape (random weights)
+    python benchmarks/paper_smoke.py --finetune 270m 1b [--finetune-steps 30]   # fine-tuning steps of Gemma 3 shapes (random weights)
+    python benchmarks/paper_smoke.py --params params.yaml --device cuda --finetune 270m   # the CPU stage's recipe, on a GPU
 
 Smoke: the library calls of the generate, train and evaluate stages, in this process (GPU machines often
 have PyTorch but no Jupyter): the datasets of `generate` (`DataConfig.from_dict`), each experiment resolved
 as the train stage resolves it (`unseen.experiments`), then greedy decoding of the three scenarios. The
 parameters file is used as it is except: only the main training vocabulary, enough training problems for
-`--steps`, and `--steps` training steps (warm-up and decay scaled with them). Prints each stage's wall
+`--steps`, and `--steps` training steps in one cycle of the schedule (warm-up and decay scaled with them). Prints each stage's wall
 time, training steps/s and tokens/s, peak GPU memory, each run's greedy exact match per scenario, and the
 time the whole `train` matrix of the parameters file would take at this speed. Outputs go to `--out`,
 checkpoints to runs/checkpoints/smoke-*.
@@ -21,8 +22,9 @@ steps per second against one run alone: what `--resources train:GPU=1/K` of docs
 
 Finetune: a randomly initialised Gemma 3 of the shape of `tiny`, `270m` or `1b` (the real models' sizes and
 vocabulary of 262,144 rows, with the lessons' tiny tokenizer: the time per step does not depend on the weights,
-and no checkpoint is needed) fine-tuned with every weight trained (recipe full, float32) as params-paper.yaml's
-finetune section does; prints seconds per step and peak memory.
+and no checkpoint is needed) fine-tuned with the recipe of the parameters file's finetune section (params-paper.yaml:
+every weight, float32; params.yaml: the body and the task rows, bf16); prints seconds per step and peak memory.
+`--device` replaces the file's base.device (to time the CPU recipe on a GPU).
 """
 import argparse, json, os, subprocess, sys, time
 from pathlib import Path
@@ -125,15 +127,15 @@ GEMMA3 = {  # Gemma 3 text configurations (Hugging Face config.json of google/ge
 }
 
 
-def finetune_timing(shape: str, steps: int, params_file: str, out: Path):
-    "`--finetune`: seconds per full fine-tuning step of a Gemma 3 of `shape` (random weights), the finetune section's recipe."
+def finetune_timing(shape: str, steps: int, params_file: str, out: Path, device: str | None = None):
+    "`--finetune`: seconds per fine-tuning step of a Gemma 3 of `shape` (random weights), the finetune section's recipe."
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
     from unseen.finetune import Task, tiny_gemma
     from unseen.finetune_run import FinetuneConfig
     from unseen.finetune_experiment import parse_conditions, run_experiment
     from unseen.logic import LogicConfig
     params = load_params(params_file)
-    device, ft = params["base"]["device"], params["finetune"]
+    device, ft = device or params["base"]["device"], params["finetune"]
     model, tokenizer = tiny_gemma()
     if shape != "tiny":
         layers = GEMMA3[shape]["num_hidden_layers"]
@@ -150,12 +152,12 @@ def finetune_timing(shape: str, steps: int, params_file: str, out: Path):
     t = time.perf_counter()
     log, runs = run_experiment(model, tokenizer, task, parse_conditions({"unused": {"pool": "unused"}}), [0], cfg, progress=False)
     seconds = time.perf_counter() - t
-    row = {"shape": shape, "parameters": sum(p.numel() for p in model.parameters()), "recipe": cfg.recipe, "dtype": cfg.dtype,
+    row = {"shape": shape, "params": params_file, "device": device, "parameters": sum(p.numel() for p in model.parameters()), "recipe": cfg.recipe, "dtype": cfg.dtype,
            "batch_size": cfg.batch_size, "steps": steps, "seconds": seconds, "s_per_step": seconds / steps,
            "peak_GiB": torch.cuda.max_memory_allocated() / 2 ** 30 if device.startswith("cuda") else float("nan")}
     print(json.dumps(row), flush=True)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"finetune-{shape}.json").write_text(json.dumps(row, indent=1))
+    (out / f"finetune-{shape}-{Path(params_file).stem}.json").write_text(json.dumps(row, indent=1))
     runs_total = len(ft["conditions"]) * ft["n_seeds"]
     print(f"the finetune section of {params_file} ({runs_total} runs x {ft['training']['steps']:,} steps) would take about "
           f"{runs_total * ft['training']['steps'] * seconds / steps / 3600:.1f} h at this speed (evaluations every "
@@ -170,14 +172,17 @@ def main():
     ap.add_argument("--out", default="runs/smoke")
     ap.add_argument("--share", type=int, nargs="+", metavar="K", help="instead of the smoke: K training runs at once, for each K")
     ap.add_argument("--share-steps", type=int, default=100, help="timed steps of each --share run")
-    ap.add_argument("--finetune", choices=["tiny", *GEMMA3], help="instead of the smoke: time full fine-tuning of this Gemma 3 shape")
+    ap.add_argument("--finetune", nargs="+", choices=["tiny", *GEMMA3], help="instead of the smoke: time fine-tuning of these Gemma 3 shapes")
+    ap.add_argument("--device", help="replaces base.device of --params (--finetune)")
     ap.add_argument("--finetune-steps", type=int, default=30)
     ap.add_argument("--one-run", help=argparse.SUPPRESS)  # a process of --share: its result file
     ap.add_argument("--seq", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one_run: return one_run(args.params, args.share_steps, args.seq, args.one_run)
     if args.share: return share(args.params, args.share, args.share_steps, Path(args.out))
-    if args.finetune: return finetune_timing(args.finetune, args.finetune_steps, args.params, Path(args.out))
+    if args.finetune:
+        for shape in args.finetune: finetune_timing(shape, args.finetune_steps, args.params, Path(args.out), args.device)
+        return
     params, out = load_params(args.params), Path(args.out)
     train_p = params["train"]["training"]
     steps, batch = args.steps, train_p["batch_size"]
@@ -189,7 +194,7 @@ def main():
         spec = section["experiments"][run]
         training = {**train_p, **spec.get("training", {}), "steps": steps,
                     "warmup": max(1, train_p["warmup"] * steps // train_p["steps"]), "log_every": max(1, steps // 4),
-                    "checkpoint_every": 0}
+                    "checkpoint_every": 0, "cycles": 1}  # one schedule: a timing of --steps steps, not a learned run
         if "decay_steps" in training:     # the trigger schedule's decay, scaled as the warm-up is
             training["decay_steps"] = max(1, min(training["decay_steps"] * steps // train_p["steps"], steps - training["warmup"] - 1))
         exp = resolve_experiment(run, {run: {**spec, "training": training}}, params["base"]["n_train"], section["model"],

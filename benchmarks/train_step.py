@@ -87,7 +87,7 @@ def main():
     args = ap.parse_args()
     device, cuda = args.device, args.device.startswith("cuda")
     if not cuda: torch.set_num_threads(1)
-    cfg = ModelConfig(vocab_size=args.vocab, max_len=64, positions="learned", d_model=args.d_model, n_layer=args.layers,
+    cfg = ModelConfig(vocab_size=args.vocab, max_len=max(64, args.seq), positions="learned", d_model=args.d_model, n_layer=args.layers,
                       n_head=args.heads, d_mlp=4 * args.d_model)   # GPT-2 has learned positions
     autocast = torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=args.dtype == "bfloat16")
     def batch():

@@ -34,5 +34,5 @@ def test_paper_smoke_times_runs_sharing_a_device_and_fine_tuning(tmp_path):
     assert share["rows"][0]["vs_one"] == 1 and all(len(row["step_ms"]) == row["runs"] for row in share["rows"])
     r = smoke("--finetune", "tiny", "--finetune-steps", "2")
     assert r.returncode == 0, r.stderr[-3000:]
-    row = json.loads((tmp_path / "out" / "finetune-tiny.json").read_text())
+    row = json.loads((tmp_path / "out" / "finetune-tiny-params.json").read_text())
     assert row["steps"] == 2 and row["recipe"] == "full" and row["s_per_step"] > 0
