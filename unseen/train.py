@@ -43,6 +43,7 @@ class TrainConfig:
     decay_steps: int = 3000        # trigger: steps of the cosine decay after the trigger; the run stops at its end
     cycles: int = 5                # trigger: schedules a run may go through; another starts (warm-up, hold, decay) while
     cycle_below: float = 0.98      #   the whole validation split's teacher-forced whole-target accuracy at a decay's end is below this
+    stop_at: float | None = None   # trigger: end a decay early at a log row where that accuracy is at least this (None: the decay runs out)
     grad_clip: float = 1.0         # max gradient norm (0: no clipping)
     answer_weight: float = 1.0     # weight of the answer token (T/F) in the loss; the other targets weigh 1
     dtype: str = "bfloat16"        # float32 | bfloat16 (autocast)
@@ -57,6 +58,7 @@ class TrainConfig:
         object.__setattr__(self, "betas", tuple(self.betas))
         if self.optimizer not in ("adamw", "sgd"): raise ValueError(f"optimizer={self.optimizer!r}: expected adamw or sgd")
         if self.dtype not in ("float32", "bfloat16"): raise ValueError(f"dtype={self.dtype!r}: expected float32 or bfloat16")
+        if self.stop_at is not None and not 0 < self.stop_at <= 1: raise ValueError(f"stop_at={self.stop_at}: expected a value in (0, 1], or null")
         if self.schedule not in ("cosine", "trigger"): raise ValueError(f"schedule={self.schedule!r}: expected cosine or trigger")
         if self.trigger_metric not in ("answer_acc", "seq_acc", "token_acc"):
             raise ValueError(f"trigger_metric={self.trigger_metric!r}: expected answer_acc, seq_acc or token_acc")
@@ -257,10 +259,12 @@ def train(data_dir, out_dir,
     running, seen = resumed.get("running", 0.0), resumed.get("seen", 0)   # the loss average since the last log row
     trigger, triggered = resumed.get("trigger"), resumed.get("triggered", False)  # step the decay began at; by validation or by the step cap
     cycle, cycle_start = resumed.get("cycle", 1), resumed.get("cycle_start", 0)    # the schedule's pass, and the step before it began
+    stopped = resumed.get("stopped")       # the step a decay ended early at (stop_at), if it did
     if start == 0: rows = [{"step": 0, "lr": 0.0, "loss": float("nan"), **monitor(net, sets, cfg.device), **collapse_stats(net, vocab)}]
     def cycle_end():
         "The step the current cycle ends at: its trigger's decay, or its cap; known once triggered."
-        return min(cycle_start + cfg.steps, trigger + cfg.decay_steps) if trigger is not None else cycle_start + cfg.steps
+        end = min(cycle_start + cfg.steps, trigger + cfg.decay_steps) if trigger is not None else cycle_start + cfg.steps
+        return min(end, stopped) if stopped is not None else end
     # a bar updated by hand: a run that triggers ends early, and the bar shows the step it ends at
     bar = progress_bar(desc=f"train {variant} s{seed}", disable=not progress, initial=start, total=cycle_end())
     step = start
@@ -270,7 +274,7 @@ def train(data_dir, out_dir,
             whole = target_accuracy(valid, teacher_forced(net, valid, device=cfg.device)[0])["seq_acc"]
             if whole >= cfg.cycle_below: break
             print(f"train {variant} s{seed}: validation whole target {whole:.3f} < {cfg.cycle_below} at step {step}: cycle {cycle + 1}")
-            cycle, cycle_start, trigger, triggered = cycle + 1, step, None, False
+            cycle, cycle_start, trigger, triggered, stopped = cycle + 1, step, None, False, None
         step += 1
         lr = cfg.lr_at(step, trigger, cycle_start)
         for g in opt.param_groups: g["lr"] = lr
@@ -292,11 +296,15 @@ def train(data_dir, out_dir,
             bar.set_postfix(loss=f"{rows[-1]['loss']:.3f}", valid=f"{rows[-1]['valid_seq_acc']:.2f}", cos=f"{rows[-1]['cos_unseen_unembed']:.2f}")
             _write_log(out_dir / "log.csv", rows)
             if cfg.schedule == "trigger" and trigger is None and rows[-1][f"valid_{cfg.trigger_metric}"] >= cfg.trigger_at: trigger, triggered = step, True
+            elif (cfg.stop_at is not None and trigger is not None and not last and rows[-1]["valid_seq_acc"] >= cfg.stop_at  # the monitored
+                  and target_accuracy(valid, teacher_forced(net, valid, device=cfg.device)[0])["seq_acc"] >= cfg.stop_at):     # then all of it
+                stopped, last = step, True
         if cfg.schedule == "trigger" and trigger is None and step - cycle_start >= cfg.steps - cfg.decay_steps: trigger = step   # the cap: decay anyway
         if bar.total != cycle_end(): bar.total = cycle_end(); bar.refresh()
         if (cfg.checkpoint_every and step % cfg.checkpoint_every == 0) or last:
             save_checkpoint(checkpoint_dir, net, opt, step, run_id, {"running": running, "seen": seen, "rows": rows, "trigger": trigger,
-                                                                     "triggered": triggered, "cycle": cycle, "cycle_start": cycle_start})
+                                                                     "triggered": triggered, "cycle": cycle, "cycle_start": cycle_start,
+                                                                     "stopped": stopped})
         bar.update(1)
     bar.close()
     _write_log(out_dir / "log.csv", rows)   # again: a run resumed from its last checkpoint takes no step, and DVC deleted the log
@@ -306,6 +314,7 @@ def train(data_dir, out_dir,
     metrics = {k: (float(v) if k != "step" else int(v)) for k, v in rows[-1].items()}
     metrics.update(variant=variant, seed=seed, parameters=net.n_params())
     if cfg.schedule == "trigger": metrics.update(trigger_step=trigger, triggered=triggered, cycles=cycle)   # the last cycle's trigger
+    if cfg.stop_at is not None: metrics.update(stopped_at=stopped)
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=1))
     return metrics
 
