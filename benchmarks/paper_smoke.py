@@ -152,8 +152,8 @@ def finetune_timing(shape: str, steps: int, params_file: str, out: Path, device:
     t = time.perf_counter()
     log, runs = run_experiment(model, tokenizer, task, parse_conditions({"unused": {"pool": "unused"}}), [0], cfg, progress=False)
     seconds = time.perf_counter() - t
-    row = {"shape": shape, "params": params_file, "device": device, "parameters": sum(p.numel() for p in model.parameters()), "recipe": cfg.recipe, "dtype": cfg.dtype,
-           "batch_size": cfg.batch_size, "steps": steps, "seconds": seconds, "s_per_step": seconds / steps,
+    row = {"shape": shape, "params": params_file, "device": device, "parameters": sum(p.numel() for p in model.parameters()),
+           "recipe": cfg.recipe, "dtype": cfg.dtype, "batch_size": cfg.batch_size, "steps": steps, "seconds": seconds, "s_per_step": seconds / steps,
            "peak_GiB": torch.cuda.max_memory_allocated() / 2 ** 30 if device.startswith("cuda") else float("nan")}
     print(json.dumps(row), flush=True)
     out.mkdir(parents=True, exist_ok=True)
