@@ -36,3 +36,28 @@ def test_paper_smoke_times_runs_sharing_a_device_and_fine_tuning(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     row = json.loads((tmp_path / "out" / "finetune-tiny-params.json").read_text())
     assert row["steps"] == 2 and row["recipe"] == "full" and row["s_per_step"] > 0
+
+
+def test_fresh_clone_report_reads_stage_times_steps_and_scores_beside_the_committed_run(tmp_path):
+    "benchmarks/fresh_clone.py on a workspace holding one regenerated run (the committed standard seed 0, scores moved)."
+    ws = tmp_path / "ws"
+    for kind in ("train", "eval"):
+        (ws / "runs" / kind / "standard-s0").mkdir(parents=True)
+    train = json.loads((ROOT / "runs/train/standard-s0/metrics.json").read_text())
+    evals = json.loads((ROOT / "runs/eval/standard-s0/metrics.json").read_text())
+    (ws / "runs/train/standard-s0/metrics.json").write_text(json.dumps({**train, "step": 5000, "cycles": 1}))
+    (ws / "runs/eval/standard-s0/metrics.json").write_text(json.dumps({**evals, "s1_exact_match": 0.95}))
+    lock = (ROOT / "dvc.lock").read_text()
+    (ws / "dvc.lock").write_text(lock.replace("7f6976551287df3353ba96943c84a191.dir", "0" * 32 + ".dir", 1))
+    log = tmp_path / "repro.log"
+    log.write_text("[10:00:00] start  generate (1/3)\n[10:00:31] done   generate in 30.8s\n"
+                   "[10:04:41] done   train@standard-0 in 4m10s\n[10:04:55] done   evaluate@standard-0 in 13.2s\n")
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fresh_clone.py"), str(ws), str(log), "--reference", str(ROOT),
+                        "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "3 stages done" in r.stdout and "scenario 1 below 0.97: standard-s0" in r.stdout
+    assert "generated data: differs" in r.stdout
+    stages = (tmp_path / "out" / "stages.csv").read_text().splitlines()
+    assert stages[0].startswith("stage,finished,seconds") and f"train@standard-0,10:04:41,250,5000,1,50.0,{train['step']}," in stages[2]
+    runs = (tmp_path / "out" / "runs.csv").read_text().splitlines()
+    assert runs[1].startswith("standard-s0,") and ",0.95," in runs[1]

@@ -1,0 +1,92 @@
+"""A regenerated workspace against the committed outputs: each stage's time, each run's steps and scores.
+
+    python benchmarks/fresh_clone.py WORKSPACE REPRO_LOG [--reference .] [--out DIR]
+
+WORKSPACE is a clone in which `unseen-repro` ran (whole or in part), REPRO_LOG what it printed. For every
+stage the log reports done, this writes its time; for every train and evaluate stage done, the run's
+steps, cycles and greedy exact match beside the committed run's (`--reference`, the repository
+root). A clone regenerates with its own machine's numbers (docs/timing.md), so the per-seed columns
+are a second draw of the same recipe, not a check of bytes; the data stage's hashes are compared
+byte for byte (`dvc.lock`).
+"""
+import argparse, csv, json, re
+from pathlib import Path
+
+import yaml
+
+DONE = re.compile(r"\[(\d\d:\d\d:\d\d)\] done   (\S+) in (\S+)")
+SCORES = ("valid_exact_match", "s1_exact_match", "s2_exact_match", "s3_exact_match")
+
+
+def seconds(duration: str) -> float:
+    "`1h02m`, `3m05s` or `4.2s` (unseen.repro's format) in seconds."
+    units = {"h": 3600, "m": 60, "s": 1}
+    return sum(float(v) * units[u] for v, u in re.findall(r"([\d.]+)([hms])", duration))
+
+
+def stages_done(log: str) -> list:
+    "(stage, finished at, seconds) for each stage the log reports done, in order."
+    return [(m[2], m[1], seconds(m[3])) for m in DONE.finditer(log)]
+
+
+def run_dir(stage: str) -> str:
+    "`train@freeze-n300-2` -> `freeze-n300-s2`, the run's folder under runs/train and runs/eval."
+    variant, seed = stage.split("@")[1].rsplit("-", 1)
+    return f"{variant}-s{seed}"
+
+
+def read_json(path: Path):
+    "The JSON at `path`, or None where the run has none."
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def data_hashes(root: Path) -> dict:
+    "The hashes of the generate stage's datasets in `root`'s dvc.lock (its executed notebook carries timestamps)."
+    lock = yaml.safe_load((root / "dvc.lock").read_text())
+    return {o["path"]: o.get("md5") for o in lock["stages"].get("generate", {}).get("outs", []) if o["path"].startswith("runs/data")}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("workspace", type=Path); ap.add_argument("log", type=Path)
+    ap.add_argument("--reference", type=Path, default=Path("."))
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    done = stages_done(args.log.read_text())
+    stages, runs = [], []
+    for stage, at, secs in done:
+        row = {"stage": stage, "finished": at, "seconds": round(secs)}
+        if stage.startswith("train@"):
+            new, old = (read_json(r / "runs/train" / run_dir(stage) / "metrics.json") for r in (args.workspace, args.reference))
+            row.update(steps=new["step"], cycles=new["cycles"], ms_per_step=round(1000 * secs / new["step"], 1),
+                       committed_steps=old["step"] if old else None, committed_cycles=old["cycles"] if old else None)
+        if stage.startswith("evaluate@"):
+            new, old = (read_json(r / "runs/eval" / run_dir(stage) / "metrics.json") for r in (args.workspace, args.reference))
+            runs.append({"run": run_dir(stage), **{k: new[k] for k in SCORES},
+                         **{f"committed_{k}": old[k] if old else None for k in SCORES}})
+        stages.append(row)
+    train = [s for s in stages if "steps" in s]
+    core_s = sum(s["seconds"] for s in stages)
+    print(f"{len(stages)} stages done, {core_s / 60:.0f} stage-minutes in all")
+    if train:
+        steps, old = sum(s["steps"] for s in train), sum(s["committed_steps"] or 0 for s in train)
+        print(f"{len(train)} train stages: {sum(s['seconds'] for s in train) / 60:.0f} stage-minutes, {steps:,} steps "
+              f"({steps / old:.2f}x the committed runs' {old:,}), {1000 * sum(s['seconds'] for s in train) / steps:.1f} ms a step "
+              f"({min(s['ms_per_step'] for s in train)}-{max(s['ms_per_step'] for s in train)})")
+    if runs:
+        low = [r["run"] for r in runs if r["s1_exact_match"] < 0.97]
+        print(f"{len(runs)} evaluated runs; scenario 1 below 0.97: {', '.join(low) or 'none'}")
+    if any(s["stage"] == "generate" for s in stages):
+        same = data_hashes(args.workspace) == data_hashes(args.reference)
+        print("generated data: " + ("byte-identical to the committed dvc.lock" if same else "differs from the committed dvc.lock"))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for name, rows in (("stages.csv", stages), ("runs.csv", runs)):
+            if not rows: continue
+            fields = list(dict.fromkeys(k for r in rows for k in r))
+            with open(args.out / name, "w", newline="") as f:
+                w = csv.DictWriter(f, fields); w.writeheader(); w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()
