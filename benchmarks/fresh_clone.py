@@ -73,6 +73,12 @@ def main():
         print(f"{len(train)} train stages: {sum(s['seconds'] for s in train) / 60:.0f} stage-minutes, {steps:,} steps "
               f"({steps / old:.2f}x the committed runs' {old:,}), {1000 * sum(s['seconds'] for s in train) / steps:.1f} ms a step "
               f"({min(s['ms_per_step'] for s in train)}-{max(s['ms_per_step'] for s in train)})")
+        left = [json.loads(f.read_text())["step"] for f in sorted((args.reference / "runs/train").glob("*/metrics.json"))
+                if f.parent.name not in {run_dir(s["stage"]) for s in train}]
+        if left:
+            per_step = sum(s["seconds"] for s in train) / steps
+            print(f"not done: {len(left)} train stages of {sum(left):,} committed steps, about {sum(left) * per_step / 60:.0f} "
+                  f"stage-minutes at this run's speed")
     if runs:
         low = [r["run"] for r in runs if r["s1_exact_match"] < 0.97]
         print(f"{len(runs)} evaluated runs; scenario 1 below 0.97: {', '.join(low) or 'none'}")

@@ -57,6 +57,7 @@ def test_fresh_clone_report_reads_stage_times_steps_and_scores_beside_the_commit
     assert r.returncode == 0, r.stderr[-3000:]
     assert "3 stages done" in r.stdout and "scenario 1 below 0.97: standard-s0" in r.stdout
     assert "generated data: differs" in r.stdout
+    assert f"not done: {len(list((ROOT / 'runs/train').glob('*/metrics.json'))) - 1} train stages" in r.stdout
     stages = (tmp_path / "out" / "stages.csv").read_text().splitlines()
     assert stages[0].startswith("stage,finished,seconds") and f"train@standard-0,10:04:41,250,5000,1,50.0,{train['step']}," in stages[2]
     runs = (tmp_path / "out" / "runs.csv").read_text().splitlines()
