@@ -60,5 +60,6 @@ def test_fresh_clone_report_reads_stage_times_steps_and_scores_beside_the_commit
     assert f"not done: {len(list((ROOT / 'runs/train').glob('*/metrics.json'))) - 1} train stages" in r.stdout
     stages = (tmp_path / "out" / "stages.csv").read_text().splitlines()
     assert stages[0].startswith("stage,finished,seconds") and f"train@standard-0,10:04:41,250,5000,1,50.0,{train['step']}," in stages[2]
+    assert "| standard | 1 | 0.950 |" in (tmp_path / "out" / "variants.md").read_text()
     runs = (tmp_path / "out" / "runs.csv").read_text().splitlines()
     assert runs[1].startswith("standard-s0,") and ",0.95," in runs[1]
