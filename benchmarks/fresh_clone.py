@@ -14,6 +14,8 @@ from pathlib import Path
 
 import yaml
 
+from unseen.experiments import run_dir
+
 DONE = re.compile(r"\[(\d\d:\d\d:\d\d)\] done   (\S+) in (\S+)")
 SCORES = ("valid_exact_match", "s1_exact_match", "s2_exact_match", "s3_exact_match")
 
@@ -29,10 +31,10 @@ def stages_done(log: str) -> list:
     return [(m[2], m[1], seconds(m[3])) for m in DONE.finditer(log)]
 
 
-def run_dir(stage: str) -> str:
-    "`train@freeze-n300-2` -> `freeze-n300-s2`, the run's folder under runs/train and runs/eval."
-    variant, seed = stage.split("@")[1].rsplit("-", 1)
-    return f"{variant}-s{seed}"
+def run_name(stage: str) -> str:
+    "`train@freeze-n300-2` -> `freeze-n300-s2`, the run's folder name under runs/train and runs/eval."
+    name, seed = stage.split("@")[1].rsplit("-", 1)
+    return run_dir(name, int(seed)).name
 
 
 def read_json(path: Path):
@@ -70,12 +72,12 @@ def main():
     for stage, at, secs in done:
         row = {"stage": stage, "finished": at, "seconds": round(secs)}
         if stage.startswith("train@"):
-            new, old = (read_json(r / "runs/train" / run_dir(stage) / "metrics.json") for r in (args.workspace, args.reference))
+            new, old = (read_json(r / "runs/train" / run_name(stage) / "metrics.json") for r in (args.workspace, args.reference))
             row.update(steps=new["step"], cycles=new["cycles"], ms_per_step=round(1000 * secs / new["step"], 1),
                        committed_steps=old["step"] if old else None, committed_cycles=old["cycles"] if old else None)
         if stage.startswith("evaluate@"):
-            new, old = (read_json(r / "runs/eval" / run_dir(stage) / "metrics.json") for r in (args.workspace, args.reference))
-            runs.append({"run": run_dir(stage), **{k: new[k] for k in SCORES},
+            new, old = (read_json(r / "runs/eval" / run_name(stage) / "metrics.json") for r in (args.workspace, args.reference))
+            runs.append({"run": run_name(stage), **{k: new[k] for k in SCORES},
                          **{f"committed_{k}": old[k] if old else None for k in SCORES}})
         stages.append(row)
     train = [s for s in stages if "steps" in s]
@@ -83,13 +85,15 @@ def main():
     print(f"{len(stages)} stages done, {core_s / 60:.0f} stage-minutes in all")
     if train:
         steps, old = sum(s["steps"] for s in train), sum(s["committed_steps"] or 0 for s in train)
-        print(f"{len(train)} train stages: {sum(s['seconds'] for s in train) / 60:.0f} stage-minutes, {steps:,} steps "
-              f"({steps / old:.2f}x the committed runs' {old:,}), {1000 * sum(s['seconds'] for s in train) / steps:.1f} ms a step "
+        train_seconds = sum(s["seconds"] for s in train)
+        per_step = train_seconds / steps
+        print(f"{len(train)} train stages: {train_seconds / 60:.0f} stage-minutes, {steps:,} steps "
+              f"({steps / old:.2f}x the committed runs' {old:,}), {1000 * per_step:.1f} ms a step "
               f"({min(s['ms_per_step'] for s in train)}-{max(s['ms_per_step'] for s in train)})")
+        trained = {run_name(s["stage"]) for s in train}
         left = [json.loads(f.read_text())["step"] for f in sorted((args.reference / "runs/train").glob("*/metrics.json"))
-                if f.parent.name not in {run_dir(s["stage"]) for s in train}]
+                if f.parent.name not in trained]
         if left:
-            per_step = sum(s["seconds"] for s in train) / steps
             print(f"not done: {len(left)} train stages of {sum(left):,} committed steps, about {sum(left) * per_step / 60:.0f} "
                   f"stage-minutes at this run's speed")
     if runs:
