@@ -5,7 +5,9 @@
 WORKSPACE is a clone in which `unseen-repro` ran (whole or in part), REPRO_LOG what it printed. For every
 stage the log reports done, this writes its time; for every train and evaluate stage done, the run's
 steps, cycles and greedy exact match beside the committed run's (`--reference`, the repository
-root). A clone regenerates with its own machine's numbers (docs/timing.md), so the per-seed columns
+root). A log may span several sittings (`unseen-repro` run again in the same workspace after a stop): a
+stage it starts more than once resumed from its checkpoint, so its time here is the last sitting's part
+only, and it is left out of the speed per step. A clone regenerates with its own machine's numbers (docs/timing.md), so the per-seed columns
 are a second draw of the same recipe, not a check of bytes; the data stage's hashes are compared
 byte for byte (`dvc.lock`).
 """
@@ -17,6 +19,7 @@ import yaml
 from unseen.experiments import run_dir
 
 DONE = re.compile(r"\[(\d\d:\d\d:\d\d)\] done   (\S+) in (\S+)")
+START = re.compile(r"\[\d\d:\d\d:\d\d\] start  (\S+)")
 SCORES = ("valid_exact_match", "s1_exact_match", "s2_exact_match", "s3_exact_match")
 
 
@@ -29,6 +32,12 @@ def seconds(duration: str) -> float:
 def stages_done(log: str) -> list:
     "(stage, finished at, seconds) for each stage the log reports done, in order."
     return [(m[2], m[1], seconds(m[3])) for m in DONE.finditer(log)]
+
+
+def stages_resumed(log: str) -> set:
+    "The stages the log starts more than once: stopped with the run and resumed in a later sitting."
+    started = START.findall(log)
+    return {s for s in started if started.count(s) > 1}
 
 
 def run_name(stage: str) -> str:
@@ -67,10 +76,11 @@ def main():
     ap.add_argument("--reference", type=Path, default=Path("."))
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    done = stages_done(args.log.read_text())
+    log = args.log.read_text()
+    done, resumed = stages_done(log), stages_resumed(log)
     stages, runs = [], []
     for stage, at, secs in done:
-        row = {"stage": stage, "finished": at, "seconds": round(secs)}
+        row = {"stage": stage, "finished": at, "seconds": round(secs), "resumed": stage in resumed}
         if stage.startswith("train@"):
             new, old = (read_json(r / "runs/train" / run_name(stage) / "metrics.json") for r in (args.workspace, args.reference))
             row.update(steps=new["step"], cycles=new["cycles"], ms_per_step=round(1000 * secs / new["step"], 1),
@@ -80,7 +90,9 @@ def main():
             runs.append({"run": run_name(stage), **{k: new[k] for k in SCORES},
                          **{f"committed_{k}": old[k] if old else None for k in SCORES}})
         stages.append(row)
-    train = [s for s in stages if "steps" in s]
+    if resumed: print(f"resumed after a stop: {', '.join(sorted(resumed))} (their times are the last sitting's part)")
+    trained = {run_name(s["stage"]) for s in stages if "steps" in s}
+    train = [s for s in stages if "steps" in s and not s["resumed"]]
     core_s = sum(s["seconds"] for s in stages)
     print(f"{len(stages)} stages done, {core_s / 60:.0f} stage-minutes in all")
     if train:
@@ -90,7 +102,6 @@ def main():
         print(f"{len(train)} train stages: {train_seconds / 60:.0f} stage-minutes, {steps:,} steps "
               f"({steps / old:.2f}x the committed runs' {old:,}), {1000 * per_step:.1f} ms a step "
               f"({min(s['ms_per_step'] for s in train)}-{max(s['ms_per_step'] for s in train)})")
-        trained = {run_name(s["stage"]) for s in train}
         left = [json.loads(f.read_text())["step"] for f in sorted((args.reference / "runs/train").glob("*/metrics.json"))
                 if f.parent.name not in trained]
         if left:

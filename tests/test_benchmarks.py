@@ -50,16 +50,19 @@ def test_fresh_clone_report_reads_stage_times_steps_and_scores_beside_the_commit
     lock = (ROOT / "dvc.lock").read_text()
     (ws / "dvc.lock").write_text(lock.replace("7f6976551287df3353ba96943c84a191.dir", "0" * 32 + ".dir", 1))
     log = tmp_path / "repro.log"
-    log.write_text("[10:00:00] start  generate (1/3)\n[10:00:31] done   generate in 30.8s\n"
+    log.write_text("[09:00:00] start  generate (1/3)\n"                      # a first sitting, stopped mid-stage
+                   "[10:00:00] start  generate (1/3)\n[10:00:31] done   generate in 30.8s\n"
                    "[10:04:41] done   train@standard-0 in 4m10s\n[10:04:55] done   evaluate@standard-0 in 13.2s\n")
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fresh_clone.py"), str(ws), str(log), "--reference", str(ROOT),
                         "--out", str(tmp_path / "out")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "3 stages done" in r.stdout and "scenario 1 below 0.97: standard-s0" in r.stdout
-    assert "generated data: differs" in r.stdout
+    assert "generated data: differs" in r.stdout and "resumed after a stop: generate (" in r.stdout
+    assert "1 train stages: 4 stage-minutes, 5,000 steps" in r.stdout                  # the resumed stage is not a train stage
     assert f"not done: {len(list((ROOT / 'runs/train').glob('*/metrics.json'))) - 1} train stages" in r.stdout
     stages = (tmp_path / "out" / "stages.csv").read_text().splitlines()
-    assert stages[0].startswith("stage,finished,seconds") and f"train@standard-0,10:04:41,250,5000,1,50.0,{train['step']}," in stages[2]
+    assert stages[0].startswith("stage,finished,seconds,resumed") and stages[1].startswith("generate,10:00:31,31,True")
+    assert f"train@standard-0,10:04:41,250,False,5000,1,50.0,{train['step']}," in stages[2]
     assert "| standard | 1 | 0.950 |" in (tmp_path / "out" / "variants.md").read_text()
     runs = (tmp_path / "out" / "runs.csv").read_text().splitlines()
     assert runs[1].startswith("standard-s0,") and ",0.95," in runs[1]
