@@ -5,11 +5,12 @@
 WORKSPACE is a clone in which `unseen-repro` ran (whole or in part), REPRO_LOG what it printed. For every
 stage the log reports done, this writes its time; for every train and evaluate stage done, the run's
 steps, cycles and greedy exact match beside the committed run's (`--reference`, the repository
-root). A log may span several sittings (`unseen-repro` run again in the same workspace after a stop): a
-stage it starts more than once resumed from its checkpoint, so its time here is the last sitting's part
-only, and it is left out of the speed per step. A clone regenerates with its own machine's numbers (docs/timing.md), so the per-seed columns
-are a second draw of the same recipe, not a check of bytes; the data stage's hashes are compared
-byte for byte (`dvc.lock`).
+root), and with `--out` a plot of those scores, regenerated against committed (`runs.png`). A log may
+span several sittings (`unseen-repro` run again in the same workspace after a stop): a stage it starts
+more than once resumed from its checkpoint, so its time here is the last sitting's part only, and it is
+left out of the speed per step. A clone regenerates with its own machine's numbers (docs/timing.md), so
+the per-seed columns are a second draw of the same recipe, not a check of bytes; the data stage's hashes
+are compared byte for byte (`dvc.lock`).
 """
 import argparse, csv, json, re
 from pathlib import Path
@@ -21,6 +22,7 @@ from unseen.experiments import run_dir
 DONE = re.compile(r"\[(\d\d:\d\d:\d\d)\] done   (\S+) in (\S+)")
 START = re.compile(r"\[\d\d:\d\d:\d\d\] start  (\S+)")
 SCORES = ("valid_exact_match", "s1_exact_match", "s2_exact_match", "s3_exact_match")
+SPLIT_NAMES = dict(zip(SCORES, ("validation", "scenario 1", "scenario 2", "scenario 3")))
 
 
 def seconds(duration: str) -> float:
@@ -68,6 +70,22 @@ def variant_table(runs: list) -> str:
                  for k in SCORES]
         lines.append(f"| {variant} | {len(rows)} | {min(r['s1_exact_match'] for r in rows):.3f} | " + " | ".join(cells) + " |")
     return "\n".join(lines) if by_variant else ""
+
+
+def plot_runs(runs: list, path: Path):
+    "Each regenerated run's greedy exact match against the committed run's, one panel per split: on the diagonal, the same."
+    import matplotlib; matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(SCORES), figsize=(3.2 * len(SCORES), 3.4), sharex=True, sharey=True)
+    for ax, key in zip(axes, SCORES):
+        pairs = [(r["committed_" + key], r[key]) for r in runs if r["committed_" + key] is not None]
+        ax.plot([0, 1], [0, 1], color="0.8", lw=1)
+        ax.scatter([c for c, _ in pairs], [n for _, n in pairs], s=14, alpha=0.7)
+        ax.set_title(SPLIT_NAMES[key])
+        ax.set_xlabel("committed run")
+    axes[0].set_ylabel("regenerated run")
+    fig.suptitle(f"Greedy exact match of {len(runs)} runs: regenerated in the workspace against the committed outputs", fontsize=10)
+    fig.tight_layout(); fig.savefig(path, dpi=120); plt.close(fig)
 
 
 def main():
@@ -123,6 +141,7 @@ def main():
             fields = list(dict.fromkeys(k for r in rows for k in r))
             with open(args.out / name, "w", newline="") as f:
                 w = csv.DictWriter(f, fields); w.writeheader(); w.writerows(rows)
+        if runs: plot_runs(runs, args.out / "runs.png")
 
 
 if __name__ == "__main__":

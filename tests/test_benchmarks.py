@@ -66,3 +66,4 @@ def test_fresh_clone_report_reads_stage_times_steps_and_scores_beside_the_commit
     assert "| standard | 1 | 0.950 |" in (tmp_path / "out" / "variants.md").read_text()
     runs = (tmp_path / "out" / "runs.csv").read_text().splitlines()
     assert runs[1].startswith("standard-s0,") and ",0.95," in runs[1]
+    assert (tmp_path / "out" / "runs.png").stat().st_size > 0
