@@ -1,26 +1,42 @@
-"""Training throughput of our transformer against Hugging Face's GPT2LMHeadModel at equal dimensions.
+"""The training step's speed-ups, each measured against the plain eager step in one process.
 
-    python benchmarks/train_step.py [--steps 200] [--batch 64] [--seq 40] [--d-model 64] [--vocab 1110] [--targets 0.4]
-    python benchmarks/train_step.py --device cuda --dtype bfloat16 --d-model 768 --layers 10 --heads 12 --batch 256   # paper scale
+    python benchmarks/train_step.py [--steps 100] [--data runs/data/n1000/train.safetensors]
+    python benchmarks/train_step.py --device cuda --d-model 768 --layers 10 --heads 12 --batch 256 --seq 40   # paper scale
 
-Both models take AdamW steps on the same random batches, alternately, in one process and one
-thread (machines here are noisy: the ratio is what counts), on the project's objective: the loss
-counts only the last `--targets` fraction of each sequence (the chain of thought and answer; the
-prompt is context). GPT2LMHeadModel gets labels -100 elsewhere, as its API expects; ours reads
-the logits out only at the targets (`target_loss`). The defaults are the CPU pipeline's model
-(params.yaml: d_model 64, 2 layers, n_train 1000 seen + 100 unseen names). The fp32 matmul rate of
-this machine is measured in the same run, and each step's useful work (6 x parameters x tokens,
-plus attention) is given as a fraction of it; `--targets 1` is the plain language-model step.
-On CUDA the matmul rate is measured in the run's dtype (fp32 without TF32, or bf16) on 4096^3 products.
-With `--dtype bfloat16` our model also trains in float32 in the same loop: the last line is what bf16 buys.
+The pipeline's model (params.yaml: d_model 64, 2 layers, 4 heads of 32, 1,110 names) takes AdamW steps
+on real batches of the task (lengths as generated: `--data`, or 20,000 problems generated here from
+params.yaml's `generate` section), bf16 autocast, one thread on a CPU. Five steps take turns on the
+same batches, each adding one change to the one before, so every ratio is against the reference
+measured in the same loop (machines here are noisy: the ratio is what counts):
+
+    reference    eager; SDPA attention in float32 inside the bf16 step; padded batches; AdamW's foreach loop
+    + matmul     attention as two batched matrix products in bf16 (`unseen.model.attend`)
+    + packing    per-token layers on the real tokens only (`unseen.model.Packing`, `unseen.train.packed_batch`)
+    + fused      AdamW's fused kernel (`unseen.train.build_optimizer`)
+    + compile    the loss and its gradient under torch.compile, dynamic shapes (`unseen.train.compiled`): the pipeline's step
+
+The first compiled step's time (compilation, or a hit in inductor's on-disk cache) is printed apart.
+`--seq N` draws random token batches of N tokens instead (every row full: no packing gain), for sizes
+with no dataset here.
 """
-import argparse, contextlib, time
+import argparse, contextlib, math, tempfile, time
+from unittest import mock
 
 import torch
 import torch.nn.functional as F
 
+import unseen.model
 from unseen.model import ModelConfig, Transformer
-from unseen.train import target_loss
+from unseen.train import TrainConfig, batch_at, build_optimizer, compiled, packed_batch, target_loss
+
+VARIANTS = ("reference", "+ matmul", "+ packing", "+ fused", "+ compile")
+
+
+def sdpa_attend(q, k, v, is_causal: bool):
+    "The reference's attention: SDPA in float32 under a CPU's bf16 autocast (its bf16 backward is slower still)."
+    if q.device.type != "cpu" or not torch.is_autocast_enabled("cpu"): return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    with torch.autocast("cpu", enabled=False):
+        return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=is_causal).to(q.dtype)
 
 
 def sync(device: str):
@@ -28,97 +44,95 @@ def sync(device: str):
     if device.startswith("cuda"): torch.cuda.synchronize()
 
 
-def matmul_rate(n=1024, repeat=10, device="cpu", dtype=torch.float32) -> float:
-    "Matrix-multiply rate of this device in `dtype`, FLOP/s."
-    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
-    a @ b; sync(device)
-    t = time.perf_counter()
-    for _ in range(repeat): a @ b
-    sync(device)
-    return 2 * n ** 3 * repeat / (time.perf_counter() - t)
+def real_batches(path, n: int, batch: int) -> list:
+    "The first `n` training batches of seed 0 from the dataset at `path`, or from 20,000 problems generated as params.yaml says."
+    from pathlib import Path
+    from unseen.datasets import DataConfig, generate_datasets, load_sequences
+    from unseen.pipeline import load_params
+    if not Path(path).exists():
+        p = load_params("params.yaml")
+        cfg = DataConfig.from_dict({**p["generate"], "n_train": p["base"]["n_train"], "train_problems": 20_000,
+                                    "test_problems": 10, "valid_problems": 10})
+        path = Path(tempfile.mkdtemp()) / "data"
+        generate_datasets(cfg, seed=0, out_dir=path, progress=False)
+        path = path / "train.safetensors"
+    seqs = load_sequences(path)
+    return [batch_at(seqs, 0, step, batch) for step in range(1, n + 1)]
 
 
-def gpt2(cfg: ModelConfig):
-    from transformers import GPT2Config, GPT2LMHeadModel
-    return GPT2LMHeadModel(GPT2Config(vocab_size=cfg.vocab_size, n_positions=cfg.max_len, n_embd=cfg.d_model, n_layer=cfg.n_layer,
-                                      n_head=cfg.n_head, n_inner=cfg.d_mlp, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                                      tie_word_embeddings=True))
+def random_batches(n: int, batch: int, seq: int, vocab: int, targets: float = 0.4) -> list:
+    "Random token batches, every row `seq` tokens, the last `targets` share of each in the loss."
+    out = []
+    for _ in range(n):
+        x, y = torch.randint(1, vocab, (batch, seq)), torch.randint(1, vocab, (batch, seq))
+        y[:, :seq - round(targets * seq)] = -100
+        out.append((x, y))
+    return out
 
 
-def task_batch(n: int, seq: int, targets: int, vocab: int) -> tuple:
-    "Random tokens `(n, seq)` and their labels, -100 on all but the last `targets` (the prompt: context, not targets)."
-    x, y = torch.randint(0, vocab, (n, seq)), torch.randint(0, vocab, (n, seq))
-    y[:, :seq - targets] = -100
-    return x, y
-
-
-def time_alternately(runs: dict, steps: int, warmup: int = 10) -> dict:
-    "Seconds each `name: (step, (x, y))` of `runs` spends in `steps` steps, the runs taking turns (the first `warmup` untimed)."
-    elapsed = dict.fromkeys(runs, 0.0)
-    for i in range(steps + warmup):
-        for name, (step, (x, y)) in runs.items():
-            t = time.perf_counter(); step(x, y)
-            if i >= warmup: elapsed[name] += time.perf_counter() - t
-    return elapsed
-
-
-def step_fn(model, hf: bool, autocast):
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    def step(x, y):
-        with autocast:
-            if hf: loss = F.cross_entropy(model(input_ids=x).logits.flatten(0, 1).float(), y.flatten(), ignore_index=-100)
-            else: loss, _ = target_loss(model, x, y)
-        opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+def make_step(variant: str, cfg: ModelConfig, device: str, autocast):
+    "One training step (loss, backward, clipping, AdamW) with the changes up to `variant`; the same initial weights for all."
+    level = VARIANTS.index(variant)
+    torch.manual_seed(0)
+    model = Transformer(cfg).to(device)
+    opt = build_optimizer(model, TrainConfig(device=device)) if level >= 3 else torch.optim.AdamW(
+        [{"params": [p for p in model.parameters() if p.ndim >= 2], "weight_decay": 0.1},
+         {"params": [p for p in model.parameters() if p.ndim < 2], "weight_decay": 0.0}], lr=3e-3, betas=(0.9, 0.95))
+    loss_of = compiled(target_loss) if level >= 4 else target_loss
+    attention = unseen.model.attend if level >= 1 else sdpa_attend
+    def step(inputs, labels):
+        with mock.patch.object(unseen.model, "attend", attention), autocast:
+            if level >= 2: loss, _ = loss_of(model, inputs, labels, 1.0, *packed_batch(inputs, labels)[::-1])
+            else: loss, _ = loss_of(model, inputs, labels, 1.0)                       # the padded batch
+        opt.zero_grad(set_to_none=True); loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss.detach()
     return step
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=200, help="timed steps per model (at 30 the ratio varied 1.47-1.71x on this noisy 2-core machine, at 200 1.54-1.57x)")
+    ap.add_argument("--steps", type=int, default=100, help="timed steps per variant, after 5 untimed")
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--seq", type=int, default=40)
-    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    ap.add_argument("--data", default="runs/data/n1000/train.safetensors", help="a training split (generated here when absent)")
+    ap.add_argument("--seq", type=int, default=0, help="random batches of this many tokens instead of the task's")
+    ap.add_argument("--vocab", type=int, default=1110, help="with --seq")
     ap.add_argument("--d-model", type=int, default=64)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--head-dim", type=int, default=32, help="0: d_model / heads")
+    ap.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
     ap.add_argument("--device", default="cpu", help="cpu (one thread) | cuda")
-    ap.add_argument("--vocab", type=int, default=1110)
-    ap.add_argument("--targets", type=float, default=0.4, help="fraction of each sequence in the loss (the task: ~13 of ~31 tokens)")
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     args = ap.parse_args()
-    device, cuda = args.device, args.device.startswith("cuda")
-    if not cuda: torch.set_num_threads(1)
-    cfg = ModelConfig(vocab_size=args.vocab, max_len=max(64, args.seq), positions="learned", d_model=args.d_model, n_layer=args.layers,
-                      n_head=args.heads, d_mlp=4 * args.d_model)   # GPT-2 has learned positions
+    device = args.device
+    if not device.startswith("cuda"): torch.set_num_threads(1)
+    batches = (random_batches(args.steps + 5, args.batch, args.seq, args.vocab) if args.seq else real_batches(args.data, args.steps + 5, args.batch))
+    batches = [(x.to(device), y.to(device)) for x, y in batches]
+    vocab = args.vocab if args.seq else 1110
+    cfg = ModelConfig(vocab_size=vocab, max_len=max(x.shape[1] for x, _ in batches) + 8, d_model=args.d_model, n_layer=args.layers,
+                      n_head=args.heads, head_dim=args.head_dim or None, d_mlp=4 * args.d_model)
     autocast = torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=args.dtype == "bfloat16")
-    def batch():
-        x, y = torch.randint(0, args.vocab, (args.batch, args.seq)), torch.randint(0, args.vocab, (args.batch, args.seq))
-        y[:, :args.seq - round(args.targets * args.seq)] = -100                   # the prompt: context, not targets
-        return x.to(device), y.to(device)
-    ours, theirs = Transformer(cfg).to(device), gpt2(cfg).to(device)
-    steps = {"ours": step_fn(ours, False, autocast), "GPT2LMHeadModel": step_fn(theirs, True, autocast)}
-    if args.dtype == "bfloat16":   # the reference for what autocast buys: the same model in float32
-        steps["ours, float32"] = step_fn(Transformer(cfg).to(device), False, contextlib.nullcontext())
-    batches = [batch() for _ in range(4)]
-    elapsed = {k: 0.0 for k in steps}
-    for i in range(args.steps + 3):
+    steps = {v: make_step(v, cfg, device, autocast) for v in ["reference"] + [v for v in args.variants if v != "reference"]}
+    first, elapsed, losses = {}, dict.fromkeys(steps, 0.0), {v: [] for v in steps}
+    for i, (x, y) in enumerate(batches):
         for name, step in steps.items():
-            sync(device); t = time.perf_counter(); step(*batches[i % 4]); sync(device)
-            if i >= 3: elapsed[name] += time.perf_counter() - t      # the first steps warm up
-    dtype = torch.bfloat16 if args.dtype == "bfloat16" and cuda else torch.float32   # CPU autocast: fp32 is the reference
-    rate = matmul_rate(4096, 20, device, dtype) if cuda else matmul_rate()
-    tokens = args.batch * args.seq * args.steps
-    n_params = ours.n_params()
-    readout = args.vocab * cfg.d_model                  # the tied (V, C) matrix: useful work only where the loss is
-    flops = tokens * (6 * (n_params - readout + readout * args.targets) + 12 * cfg.n_layer * args.seq * cfg.d_model)
-    tps = {k: tokens / v for k, v in elapsed.items()}
-    print(f"model: {n_params:,} parameters (GPT-2: {theirs.num_parameters():,}), batch {args.batch} x {args.seq} tokens "
-          f"({args.targets:.0%} targets), vocabulary {args.vocab}, {args.dtype}, " + (device if cuda else "1 thread"))
-    where = f"{torch.cuda.get_device_name()}, 4096^3" if cuda else "1024^3, 1 thread"
-    print(f"{str(dtype).removeprefix('torch.')} matmul rate ({where}): {rate / 1e9:,.1f} GFLOP/s")
+            sync(device); t = time.perf_counter(); loss = step(x, y); sync(device)
+            if i == 0: first[name] = time.perf_counter() - t
+            elif i >= 5: elapsed[name] += time.perf_counter() - t
+            losses[name].append(loss.item())
+    tokens = sum((y != -100).sum().item() for _, y in batches[5:])
+    real = sum((x != 0).sum().item() for x, _ in batches[5:]) / sum(x.numel() for x, _ in batches[5:])
+    print(f"model: {Transformer(cfg).n_params():,} parameters, d_model {args.d_model}, {args.layers} layers, {args.heads} heads; "
+          f"batch {args.batch}, {'random' if args.seq else 'task'} batches ({real:.0%} of a padded batch are tokens), "
+          f"{args.dtype}, {device if device.startswith('cuda') else '1 thread'}, {args.steps} timed steps")
+    ref = elapsed["reference"]
     for name in steps:
-        print(f"{name:<18}{tps[name]:>10,.0f} tokens/s  {tps[name] / tps['GPT2LMHeadModel']:.2f}x GPT2  "
-              f"{flops / elapsed[name] / rate:.1%} of the matmul rate")
-    if "ours, float32" in steps: print(f"ours, bfloat16 / float32: {tps['ours'] / tps['ours, float32']:.2f}x")
+        drift = max(abs(a - b) for a, b in zip(losses[name], losses["reference"]))
+        print(f"{name:<12}{1000 * elapsed[name] / args.steps:8.1f} ms a step  {ref / elapsed[name]:5.2f}x the reference  "
+              f"first step {first[name]:6.1f} s  loss at most {drift:.1e} from the reference's")
+    print(f"target tokens per second, the last: {tokens / elapsed[list(steps)[-1]]:,.0f}")
 
 
 if __name__ == "__main__":

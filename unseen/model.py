@@ -12,8 +12,8 @@ import torch.nn.functional as F
 from .config import check_fields
 
 # %% auto #0
-__all__ = ['POSITIONS', 'COPY_FORMS', 'EMBED_INITS', 'ModelConfig', 'rotary', 'sinusoidal', 'append_to_cache', 'attend',
-           'CausalSelfAttention', 'MLP', 'Block', 'CopyHead', 'Transformer', 'init_embeddings']
+__all__ = ['POSITIONS', 'COPY_FORMS', 'EMBED_INITS', 'ModelConfig', 'rotary_tables', 'rotary', 'sinusoidal', 'append_to_cache',
+           'attend', 'Packing', 'CausalSelfAttention', 'MLP', 'Block', 'CopyHead', 'Transformer', 'init_embeddings']
 
 # %% ../nbs/02_model.ipynb #5b1b6fbb
 POSITIONS = ("rotary", "learned", "sinusoidal", "none")
@@ -68,14 +68,20 @@ class ModelConfig:
             if getattr(self, name) < 1: raise ValueError(f"{name}={getattr(self, name)}: must be positive")
 
 # %% ../nbs/02_model.ipynb #1bb08ba3
-def rotary(x, offset: int = 0):
-    "Apply rotary position embedding to `x` of shape (B, nh, T, hs)."
+def rotary_tables(n: int, hs: int, device=None) -> torch.Tensor:
+    "Cosines and sines (2, n, hs/2) of the rotary angles of positions 0..n-1, in float32."
+    freq = 1.0 / (10000 ** (torch.arange(0, hs, 2, device=device, dtype=torch.float32) / hs))  # (hs/2,)
+    angle = torch.arange(n, device=device, dtype=torch.float32)[:, None] * freq                 # (n, hs/2)
+    return torch.stack((angle.cos(), angle.sin()))
+
+def rotary(x, offset: int = 0, tables: torch.Tensor | None = None):
+    "Apply rotary position embedding to `x` of shape (B, nh, T, hs); `tables` from `rotary_tables`, long enough, or None."
     B, nh, T, hs = x.shape
-    freq = 1.0 / (10000 ** (torch.arange(0, hs, 2, device=x.device, dtype=torch.float32) / hs))  # (hs/2,)
-    angle = torch.arange(offset, offset + T, device=x.device, dtype=torch.float32)[:, None] * freq  # (T, hs/2)
-    # channel pairs (2i, 2i+1) as complex numbers, rotated by e^{i angle}: no concatenation, cheap when decoding
-    pairs = torch.view_as_complex(x.float().reshape(B, nh, T, hs // 2, 2))                      # (B, nh, T, hs/2)
-    return torch.view_as_real(pairs * torch.polar(torch.ones_like(angle), angle)).flatten(-2).to(x.dtype)
+    if tables is None or tables.shape[1] < offset + T: tables = rotary_tables(offset + T, hs, x.device)
+    cos, sin = tables[:, offset:offset + T]                                                       # each (T, hs/2)
+    # channel pairs (2i, 2i+1) rotated by their angle, in float32
+    x0, x1 = x.float().unflatten(-1, (hs // 2, 2)).unbind(-1)                                      # each (B, nh, T, hs/2)
+    return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), -1).flatten(-2).to(x.dtype)
 
 def sinusoidal(max_len: int, d: int):
     "The fixed sinusoidal position table (max_len, d) of Vaswani et al."
@@ -98,12 +104,40 @@ def append_to_cache(cache: dict, name: str, new: torch.Tensor, dim: int, n: int)
     return buf.narrow(dim, 0, end)
 
 def attend(q, k, v, is_causal: bool):
-    "`scaled_dot_product_attention`, in float32 under a CPU's bfloat16 autocast."
-    if q.device.type != "cpu" or not torch.is_autocast_enabled("cpu"): return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
-    # The CPU kernel's bfloat16 backward is ~7x slower than its float32 one at this project's sizes
-    # (torch 2.13, measured): in bf16 it made a training step 1.5x slower than float32 instead of faster.
-    with torch.autocast("cpu", enabled=False):
-        return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=is_causal).to(q.dtype)
+    "Attention of `q` (B, nh, T, hs) over `k`, `v` (B, nh, T_total, hs): SDPA on a GPU, two batched matrix products on a CPU."
+    if q.device.type != "cpu": return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    B, nh, T, hs = q.shape
+    dtype = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else q.dtype
+    q, k, v = (t.to(dtype).reshape(B * nh, -1, hs) for t in (q, k, v))                  # (B*nh, T or T_total, hs)
+    bias = torch.zeros(T, k.shape[1], dtype=dtype, device=q.device)                      # (T, T_total)
+    if is_causal: bias = bias.masked_fill(torch.ones(T, k.shape[1], dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    pattern = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=1 / math.sqrt(hs)).softmax(-1)   # (B*nh, T, T_total)
+    return (pattern @ v).view(B, nh, T, hs)
+
+@dataclass
+class Packing:
+    "The real tokens of a padded batch (B, T): per-token layers run on these N only; attention pads them back."
+    keep: torch.Tensor     # (N,) positions in the flattened batch (B*T) that are computed, ascending
+    rows: torch.Tensor     # (B*T,) each position's row among the N, or N (a row of zeros) for one not computed
+    shape: tuple           # (B, T)
+
+    @classmethod
+    def of(cls, lengths: torch.Tensor, T: int, multiple: int = 1) -> Packing:
+        "The packing of rows holding `lengths` (B,) tokens each; N rounded up to a `multiple` with padding positions, so that shapes repeat."
+        inside = (torch.arange(T, device=lengths.device)[None] < lengths[:, None]).flatten()   # (B*T,)
+        n = min(multiple * math.ceil(int(inside.sum()) / multiple), inside.numel())
+        keep = torch.cat([inside.nonzero()[:, 0], (~inside).nonzero()[:n - int(inside.sum()), 0]]).sort().values
+        rows = torch.full((inside.numel(),), n, dtype=torch.long, device=lengths.device)
+        rows[keep] = torch.arange(n, device=lengths.device)
+        return cls(keep, rows, (len(lengths), T))
+
+    def unpad(self, x):
+        "(B, T, ...) -> (N, ...): the computed positions."
+        return x.flatten(0, 1)[self.keep]
+
+    def pad(self, x):
+        "(N, ...) -> (B, T, ...), zeros where nothing was computed."
+        return torch.cat([x, x.new_zeros(1, *x.shape[1:])])[self.rows].view(*self.shape, *x.shape[1:])
 
 # %% ../nbs/02_model.ipynb #a9dd808a
 class CausalSelfAttention(nn.Module):
@@ -119,13 +153,16 @@ class CausalSelfAttention(nn.Module):
             self.identity_score = nn.Parameter(torch.zeros(cfg.n_head))   # a, per head
             self.identity_value = nn.Parameter(torch.zeros(cfg.n_head))   # b, per head
         self.pattern = None                                                # (B, nh, T, T_total), when recorded
+        if cfg.positions == "rotary": self.register_buffer("rope", rotary_tables(cfg.max_len, self.hs), persistent=False)
 
-    def forward(self, x, cache: dict | None = None, record: bool = False):
-        B, T, C = x.shape
-        q, k, v = self.qkv(x).view(B, T, 3, self.nh, self.hs).permute(2, 0, 3, 1, 4)  # each (B, nh, T, hs)
+    def forward(self, x, cache: dict | None = None, record: bool = False, packing: Packing | None = None):
+        "The attention's output for `x` (B, T, C), or for the (N, C) tokens of a `packing`."
+        qkv = self.qkv(x) if packing is None else packing.pad(self.qkv(x))                # (B, T, 3 * nh * hs)
+        B, T, _ = qkv.shape
+        q, k, v = qkv.view(B, T, 3, self.nh, self.hs).permute(2, 0, 3, 1, 4)               # each (B, nh, T, hs)
         if self.cfg.qk_norm: q, k = self.q_norm(q), self.k_norm(k)
         offset = cache.get("n", 0) if cache is not None else 0
-        if self.cfg.positions == "rotary": q, k = rotary(q, offset), rotary(k, offset)
+        if self.cfg.positions == "rotary": q, k = rotary(q, offset, self.rope), rotary(k, offset, self.rope)
         xs = x
         if cache is not None:
             k, v = append_to_cache(cache, "k", k, 2, offset), append_to_cache(cache, "v", v, 2, offset)  # (B, nh, T_total, hs)
@@ -135,7 +172,7 @@ class CausalSelfAttention(nn.Module):
         if not explicit:
             y = attend(q, k, v, is_causal=offset == 0 and T > 1)                        # (B, nh, T, hs)
             y = y.transpose(1, 2).reshape(B, T, self.nh * self.hs)
-            return self.drop(self.proj(y))
+            return self.drop(self.proj(y if packing is None else packing.unpad(y)))
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.hs)                        # (B, nh, T, T_total)
         if self.cfg.identity_attention:
             scores = scores + self.identity_score[:, None, None] * (x @ xs.transpose(1, 2))[:, None]
@@ -162,8 +199,8 @@ class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.ln1, self.attn, self.ln2, self.mlp = nn.LayerNorm(cfg.d_model), CausalSelfAttention(cfg), nn.LayerNorm(cfg.d_model), MLP(cfg)
-    def forward(self, x, cache=None, record=False):
-        x = x + self.attn(self.ln1(x), cache, record)
+    def forward(self, x, cache=None, record=False, packing=None):
+        x = x + self.attn(self.ln1(x), cache, record, packing)
         return x + self.mlp(self.ln2(x))
 
 # %% ../nbs/02_model.ipynb #8bc51d0b
@@ -223,23 +260,28 @@ class Transformer(nn.Module):
     @property
     def unembedding(self): return self.lm_head.weight
 
-    def forward(self, idx, cache: list | None = None, record: bool = False, at: torch.Tensor | None = None):
-        "Logits (B, T, V) for token ids `idx` (B, T), continuing `cache`; (N, V) at the N positions where mask `at` is true."
+    def forward(self, idx, cache: list | None = None, record: bool = False, at: torch.Tensor | None = None,
+                packing: Packing | None = None):
+        "Logits (B, T, V) for token ids `idx` (B, T), continuing `cache`; (N, V) at the N positions `at` (a (B, T) mask, or flat positions)."
         B, T = idx.shape
         offset = cache[0].get("n", 0) if cache else 0
         if offset + T > self.cfg.max_len and self.cfg.positions in ("learned", "sinusoidal"):
             raise ValueError(f"sequence of {offset + T} tokens is longer than max_len={self.cfg.max_len}")
-        x = self.wte(idx) * self.cfg.input_scale                                 # (B, T, C)
-        pos = torch.arange(offset, offset + T, device=idx.device)
+        if packing is not None and (cache is not None or record or self.cfg.identity_attention):
+            raise ValueError("a packed batch is for training: no cache, no record, no identity attention")
+        pos = torch.arange(offset, offset + T, device=idx.device).expand(B, T)   # (B, T)
+        if packing is not None: idx, pos = packing.unpad(idx), packing.unpad(pos)  # (N,): the real tokens only
+        x = self.wte(idx) * self.cfg.input_scale                                 # (B, T, C) or (N, C)
         if self.cfg.positions == "learned": x = x + self.wpe(pos)
         if self.cfg.positions == "sinusoidal": x = x + self.wpe_table[pos]
         for i, block in enumerate(self.blocks):
-            x = block(x, cache[i] if cache is not None else None, record)
-        h = self.ln_f(x)                                                         # (B, T, C)
+            x = block(x, cache[i] if cache is not None else None, record, packing)
+        h = self.ln_f(x)                                                         # (B, T, C) or (N, C)
+        if packing is not None: h, idx = packing.pad(h), packing.pad(idx)       # back to (B, T, C) and (B, T)
         if record: self.resid_final = h.detach()
         # Training scores only the targets: the (V x C) read-out at the other positions would be
         # wasted work, and with a large vocabulary it is most of the step.
-        pick = (lambda t: t[at]) if at is not None else (lambda t: t)           # (B, T, ...) -> (N, ...)
+        pick = (lambda t: t[at] if at.dtype == torch.bool else t.flatten(0, 1)[at]) if at is not None else (lambda t: t)  # (B, T, ...) -> (N, ...)
         if self.copy is None: return self.lm_head(pick(h))                      # (B, T, V) or (N, V)
         pattern, ids = self.copy(h, idx, self.wte.weight, cache[-1] if cache is not None else None, record)
         if self.cfg.copy == "embed":

@@ -15,15 +15,16 @@ from tqdm.auto import tqdm
 from .progress import progress_bar  # a stage writes its progress to a file, not the notebook
 from .tokens import Sequences, Vocab, STRUCTURE, PAD, TRUE, FALSE
 from .datasets import load_sequences, load_metadata
-from .model import Transformer, ModelConfig
+from .model import Transformer, ModelConfig, Packing
 from .geometry import mean_pairwise_cosine
 from .scoring import teacher_forced, target_accuracy
 from .interventions import InterventionConfig, freeze_embeddings, reset_embeddings
 from .config import check_fields
 
 # %% auto #0
-__all__ = ['ANSWERS', 'TrainConfig', 'batch_at', 'batch_from', 'target_loss', 'collapse_stats', 'save_weights', 'load_model',
-           'save_checkpoint', 'load_checkpoint', 'build_optimizer', 'monitor', 'fingerprint', 'train', 'first_problems']
+__all__ = ['ANSWERS', 'TrainConfig', 'batch_at', 'batch_from', 'packed_batch', 'target_loss', 'compiled', 'collapse_stats',
+           'save_weights', 'load_model', 'save_checkpoint', 'load_checkpoint', 'build_optimizer', 'monitor',
+           'fingerprint', 'train', 'first_problems']
 
 # %% ../nbs/04_train.ipynb #968d8e5c
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class TrainConfig:
     cycles: int = 5                # trigger: schedules a run may go through; another starts (warm-up, hold, decay) while
     cycle_below: float = 0.98      #   the whole validation split's teacher-forced whole-target accuracy at a decay's end is below this
     grad_clip: float = 1.0         # max gradient norm (0: no clipping)
+    compile: bool = False          # torch.compile the loss and its gradient (params.yaml: true; a CPU needs a C++ compiler, else eager)
     answer_weight: float = 1.0     # weight of the answer token (T/F) in the loss; the other targets weigh 1
     dtype: str = "bfloat16"        # float32 | bfloat16 (autocast)
     device: str = "cpu"            # cpu | cuda
@@ -91,16 +93,35 @@ def batch_from(seqs: Sequences, idx):
     labels[~in_target | (labels == PAD)] = -100
     return tokens[:, :-1], labels
 
+def packed_batch(inputs, labels, multiple: int = 64) -> tuple:
+    "The `Packing` of a batch's tokens and its targets' flat positions (K,), both counts rounded up to a `multiple`."
+    packing = Packing.of((inputs != PAD).sum(1), inputs.shape[1], multiple)
+    at = (labels != -100).flatten().nonzero()[:, 0]                                        # (K,)
+    # the extra positions are 0: a prompt token, whose label is -100, so the loss ignores them
+    return packing, torch.cat([at, at.new_zeros(-len(at) % multiple)])
+
 ANSWERS = torch.tensor([TRUE, FALSE])
 
-def target_loss(model, inputs, labels, answer_weight: float = 1.0):
-    "Weighted mean cross-entropy over target tokens, and their logits (N, V): the model reads out only at targets."
-    at = labels != -100                                                                    # (B, T)
-    logits = model(inputs, at=at)                                                          # (N, V)
-    targets = labels[at]                                                                   # (N,)
-    if answer_weight == 1: return F.cross_entropy(logits.float(), targets), logits
-    weight = 1 + (answer_weight - 1) * torch.isin(targets, ANSWERS.to(targets.device)).float()
+def target_loss(model, inputs, labels, answer_weight: float = 1.0, at=None, packing: Packing | None = None):
+    "Weighted mean cross-entropy over targets (labels not -100), and the logits (K, V) at `at`, the targets' flat positions (default: all)."
+    if at is None: at = (labels != -100).flatten().nonzero()[:, 0]                         # (K,)
+    targets = labels.flatten()[at]                                                         # (K,): -100 where `at` pads
+    logits = model(inputs, at=at) if packing is None else model(inputs, at=at, packing=packing)   # (K, V)
+    weight = (targets != -100).float()
+    if answer_weight != 1: weight = weight * (1 + (answer_weight - 1) * torch.isin(targets, ANSWERS.to(targets.device)).float())
     return (F.cross_entropy(logits.float(), targets, reduction="none") * weight).sum() / weight.sum(), logits
+
+def compiled(fn, enabled: bool = True):
+    "`fn` under `torch.compile` with dynamic shapes; `fn` itself when not `enabled` or where no C++ compiler is found (said in one line)."
+    if not enabled: return fn
+    if not torch.cuda.is_available():
+        from torch._inductor import cpp_builder
+        try: cpp_builder.get_cpp_compiler()
+        except Exception:
+            print(f"no C++ compiler ({torch._inductor.config.cpp.cxx[-1]!r}, set CXX) for torch.compile: training runs eagerly, "
+                  "about 1.5x slower (or set train.training.compile: false)")
+            return fn
+    return torch.compile(fn, dynamic=True)
 
 # %% ../nbs/04_train.ipynb #aa1fd603
 @torch.no_grad()
@@ -202,7 +223,8 @@ def build_optimizer(model, cfg: TrainConfig):
     decay = [p for p in params if p.ndim >= 2]
     rest = [p for p in params if p.ndim < 2]
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}]
-    if cfg.optimizer == "adamw": return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
+    # fused: one kernel for all parameters' update (the result of the per-parameter loop, to rounding)
+    if cfg.optimizer == "adamw": return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, fused=True)
     return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.betas[0])
 
 def monitor(model, sets: dict, device) -> dict:
@@ -254,6 +276,7 @@ def train(data_dir, out_dir,
     sets = {s: first_problems(v, cfg.monitor_problems) for s, v in sets.items()}
     rows = resumed.get("rows", [])   # the log up to the checkpoint travels with it: DVC deletes a stage's outputs before a rerun
     autocast = torch.autocast(cfg.device.split(":")[0], dtype=torch.bfloat16) if cfg.dtype == "bfloat16" else contextlib.nullcontext()
+    loss_of = compiled(target_loss, cfg.compile)
     running, seen = resumed.get("running", 0.0), resumed.get("seen", 0)   # the loss average since the last log row
     trigger, triggered = resumed.get("trigger"), resumed.get("triggered", False)  # step the decay began at; by validation or by the step cap
     cycle, cycle_start = resumed.get("cycle", 1), resumed.get("cycle_start", 0)    # the schedule's pass, and the step before it began
@@ -274,8 +297,9 @@ def train(data_dir, out_dir,
         step += 1
         lr = cfg.lr_at(step, trigger, cycle_start)
         for g in opt.param_groups: g["lr"] = lr
-        inputs, labels = batch_at(train_set, seed, step, cfg.batch_size)
-        with autocast: loss, _ = target_loss(net, inputs.to(cfg.device), labels.to(cfg.device), cfg.answer_weight)
+        inputs, labels = (t.to(cfg.device) for t in batch_at(train_set, seed, step, cfg.batch_size))
+        packing, at = packed_batch(inputs, labels)
+        with autocast: loss, _ = loss_of(net, inputs, labels, cfg.answer_weight, at, packing)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
