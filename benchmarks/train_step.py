@@ -60,16 +60,6 @@ def real_batches(path, n: int, batch: int) -> list:
     return [batch_at(seqs, 0, step, batch) for step in range(1, n + 1)]
 
 
-def random_batches(n: int, batch: int, seq: int, vocab: int, targets: float = 0.4) -> list:
-    "Random token batches, every row `seq` tokens, the last `targets` share of each in the loss."
-    out = []
-    for _ in range(n):
-        x, y = torch.randint(1, vocab, (batch, seq)), torch.randint(1, vocab, (batch, seq))
-        y[:, :seq - round(targets * seq)] = -100
-        out.append((x, y))
-    return out
-
-
 def make_step(variant: str, cfg: ModelConfig, device: str, autocast):
     "One training step (loss, backward, clipping, AdamW) with the changes up to `variant`; the same initial weights for all."
     level = VARIANTS.index(variant)
@@ -91,6 +81,34 @@ def make_step(variant: str, cfg: ModelConfig, device: str, autocast):
     return step
 
 
+def task_batch(n: int, seq: int, targets: float, vocab: int) -> tuple:
+    "Random tokens `(n, seq)` and their labels, -100 on all but the last `targets` share (the prompt: context, not targets)."
+    x, y = torch.randint(1, vocab, (n, seq)), torch.randint(1, vocab, (n, seq))
+    y[:, :seq - round(targets * seq)] = -100
+    return x, y
+
+
+def step_fn(model, hf: bool, autocast):
+    "A plain eager AdamW step of `model` (ours, or a Hugging Face model when `hf`) on the targets' loss; the other benchmarks' step."
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    def step(x, y):
+        with autocast:
+            if hf: loss = F.cross_entropy(model(input_ids=x).logits.flatten(0, 1).float(), y.flatten(), ignore_index=-100)
+            else: loss, _ = target_loss(model, x, y)
+        opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+    return step
+
+
+def time_alternately(runs: dict, steps: int, warmup: int = 10) -> dict:
+    "Seconds each `name: (step, (x, y))` of `runs` spends in `steps` steps, the runs taking turns (the first `warmup` untimed)."
+    elapsed = dict.fromkeys(runs, 0.0)
+    for i in range(steps + warmup):
+        for name, (step, (x, y)) in runs.items():
+            t = time.perf_counter(); step(x, y)
+            if i >= warmup: elapsed[name] += time.perf_counter() - t
+    return elapsed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=100, help="timed steps per variant, after 5 untimed")
@@ -108,7 +126,7 @@ def main():
     args = ap.parse_args()
     device = args.device
     if not device.startswith("cuda"): torch.set_num_threads(1)
-    batches = (random_batches(args.steps + 5, args.batch, args.seq, args.vocab) if args.seq else real_batches(args.data, args.steps + 5, args.batch))
+    batches = ([task_batch(args.batch, args.seq, 0.4, args.vocab) for _ in range(args.steps + 5)] if args.seq else real_batches(args.data, args.steps + 5, args.batch))
     batches = [(x.to(device), y.to(device)) for x, y in batches]
     vocab = args.vocab if args.seq else 1110
     cfg = ModelConfig(vocab_size=vocab, max_len=max(x.shape[1] for x, _ in batches) + 8, d_model=args.d_model, n_layer=args.layers,

@@ -231,7 +231,7 @@ def monitor(model, sets: dict, device) -> dict:
     "Teacher-forced accuracy on the targets of each named set of problems: tokens, whole targets, answers (`unseen.scoring`)."
     out = {}
     for name, seqs in sets.items():
-        out |= {f"{name}_{k}": v for k, v in target_accuracy(seqs, teacher_forced(model, seqs, device=device)[0]).items()}
+        out |= {f"{name}_{k}": v for k, v in target_accuracy(seqs, teacher_forced(model, seqs, device=device, targets_only=True)[0]).items()}
     return out
 
 # %% ../nbs/04_train.ipynb #25a4c8e0
@@ -290,7 +290,7 @@ def train(data_dir, out_dir,
     while True:
         if step >= cycle_end():                      # a cycle ended (here, not in the loop, so a run resumed at its end decides too)
             if not (cfg.schedule == "trigger" and cycle < cfg.cycles): break
-            whole = target_accuracy(valid, teacher_forced(net, valid, device=cfg.device)[0])["seq_acc"]
+            whole = target_accuracy(valid, teacher_forced(net, valid, device=cfg.device, targets_only=True)[0])["seq_acc"]
             if whole >= cfg.cycle_below: break
             print(f"train {variant} s{seed}: validation whole target {whole:.3f} < {cfg.cycle_below} at step {step}: cycle {cycle + 1}")
             cycle, cycle_start, trigger, triggered = cycle + 1, step, None, False
