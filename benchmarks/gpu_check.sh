@@ -3,7 +3,7 @@
 # 10 minutes (the per-step limits below add up to 600 s; about 6 min measured), the rest of the window for
 # the machine's start. Needs PyTorch (CUDA) and transformers; no Jupyter, no DVC. Steps:
 #   1. gpu.txt     the device and versions
-#   2. bench.txt   training step of the 72M model on the CPU task's batches (the reference measured at
+#   2. bench.txt   training step of the 72M model on the CPU task's batches, each speed-up against the eager step (the reference at
 #                  33-39 ms a pipeline step on an H200) and on the paper task's (9 layers, 12,110-row vocabulary,
 #                  batches of ~99 tokens; benchmarks/train_step.py)
 #   3. share.*     1, 2 and 4 paper-scale training runs at once on the one GPU: what --resources train:GPU=0.25
@@ -26,8 +26,8 @@ paper_seq=$(python3 -c "from benchmarks.paper_smoke import padded_length; from u
 p = load_params('$PARAMS'); print(padded_length(p, p['train']['training']['batch_size']))" 2>>"$OUT/stderr.txt" || echo 99)
 paper_vocab=$(python3 -c "from unseen.tokens import Vocab; from unseen.pipeline import load_params
 p = load_params('$PARAMS'); print(len(Vocab(p['base']['n_train'], p['generate']['n_unseen'])))" 2>>"$OUT/stderr.txt" || echo 12110)
-{ run 60 benchmarks/train_step.py --device cuda --steps 30 --dtype bfloat16 --d-model 768 --layers 10 --heads 12 --batch 256
-  run 75 benchmarks/train_step.py --device cuda --steps 30 --dtype bfloat16 --d-model 768 --layers 9 --heads 12 --batch 256 \
+{ run 60 benchmarks/train_step.py --device cuda --steps 30 --dtype bfloat16 --d-model 768 --layers 10 --heads 12 --head-dim 0 --batch 256
+  run 75 benchmarks/train_step.py --device cuda --steps 30 --dtype bfloat16 --d-model 768 --layers 9 --heads 12 --head-dim 0 --batch 256 \
       --seq "$paper_seq" --vocab "$paper_vocab"
 } | tee "$OUT/bench.txt"
 run 100 benchmarks/paper_smoke.py --params "$PARAMS" --share 1 2 4 --share-steps 60 --out "$OUT" | tee "$OUT/share.txt"
