@@ -159,12 +159,14 @@ def absent_claim(name: str, claim: str, missing: list) -> ClaimFigure:
                        [f"**{claim}**: not run here (no runs for {', '.join(missing)}).", ""])
 
 # %% ../nbs/09a_figures.ipynb #68d53d61
-def collapse_plot(logs: pd.DataFrame, variants: list, untied: str, baseline: str):
-    "Two panels: the unseen rows' cosine of every variant (and the standard model's seen rows), and tied vs untied."
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), constrained_layout=True)
+def collapse_plot(logs: pd.DataFrame, variants: list, untied: str | None, baseline: str):
+    "Two panels: the unseen rows' cosine of every variant (and the standard model's seen rows), and tied vs untied (the first alone without `untied`)."
+    fig, axes = plt.subplots(1, 2 if untied else 1, figsize=(12 if untied else 6, 3.8), constrained_layout=True, squeeze=False)
+    axes = axes[0]
     for v in variants: band(axes[0], logs, v, "cos_unseen_unembed")
     band(axes[0], logs, "standard", "cos_seen_unembed", label="standard, seen rows", ls=":", color="k")
     axes[0].set(title="unseen unembedding rows: mean pairwise cosine", xlabel="step", ylim=(-0.1, 1.05)); axes[0].legend(fontsize=7)
+    if not untied: return fig
     band(axes[1], logs, baseline, "cos_unseen_unembed", label=f"tied ({baseline})")
     band(axes[1], logs, untied, "cos_unseen_unembed", label="untied: output rows")
     band(axes[1], logs, untied, "cos_unseen_embed", label="untied: input rows")
@@ -173,20 +175,20 @@ def collapse_plot(logs: pd.DataFrame, variants: list, untied: str, baseline: str
     return fig
 
 # %% ../nbs/09a_figures.ipynb #2610672e
-def collapse_claim(runs: Runs, variants: list, untied: str, baseline: str) -> ClaimFigure:
+def collapse_claim(runs: Runs, variants: list, untied: str | None, baseline: str) -> ClaimFigure:
     "Claim 4: the collapse curves, and per run the final cosine of the unseen and the seen rows with its verdict."
-    shown = [*variants, untied, baseline]
+    shown = [*variants, *([untied] if untied else []), baseline]
     if missing := runs.missing(shown): return absent_claim("collapse_curves", "Claim 4, the collapse", missing)
     logs = runs.logs
     fig = collapse_plot(logs, variants, untied, baseline)
     cols = ["run", "seed", "step"] + [c for c in logs if c.startswith(("cos_", "norm_"))]
     lines = ["| run | unseen rows: final cosine | seen rows | verdict |", "|---|---|---|---|"]
-    for run in [*variants, untied]:
+    for run in shown[:-1]:
         (cu, su), (cs, _) = runs.end(run), runs.end(run, "cos_seen_unembed")
         lines.append(f"| {run} | {fmt(cu, su)} | {cs:.2f} | {run_verdict(runs, run)} |")
     head = ("**Claim 4, the collapse** (`figures/collapse_curves.png`): mean pairwise cosine of the unseen tokens' "
             "unembedding rows at the end of training, mean ± std over seeds (seen rows: as many seen tokens). "
-            f"The untied model's input rows: {fmt(*runs.end(untied, 'cos_unseen_embed'))}.")
+            + (f"The untied model's input rows: {fmt(*runs.end(untied, 'cos_unseen_embed'))}." if untied else "No untied model here."))
     return ClaimFigure("collapse_curves", fig, logs[logs["run"].isin(shown)][cols], [head, "", *lines, ""])
 
 # %% ../nbs/09a_figures.ipynb #0663aab7
