@@ -384,3 +384,46 @@ def test_a_full_disk_is_one_line_naming_the_directory(clone, monkeypatch):
     assert line == ("unseen-stage lemma: cannot write runs/mine (File too large); free space, raise the limit, or write elsewhere "
                     "with -p out_dir=DIR (nothing there looks complete)"), line
     assert not Path("runs/mine").exists()
+
+
+def test_a_pickle_checkpoint_is_never_loaded_and_named(tmp_path):
+    import pickle
+    from unseen.finetune_experiment import load_causal_lm
+    from unseen.gemma import CheckpointError
+    (tmp_path / "config.json").write_text('{"model_type": "gemma3_text"}')
+    (tmp_path / "pytorch_model.bin").write_bytes(pickle.dumps({"weight": 1}))
+    with pytest.raises(CheckpointError, match=f"no safetensors weights in {tmp_path}: pickle weights are never loaded"):
+        load_causal_lm(str(tmp_path), name="mine")
+
+
+# 11. inputs checked on read: the evaluate stage reads only the dataset and weights its train run recorded
+
+def _flip(path: Path, at: int = -1):
+    data = bytearray(path.read_bytes()); data[at] ^= 1; path.write_bytes(bytes(data))
+
+
+@pytest.mark.slow
+def test_a_wrong_or_damaged_input_stops_the_evaluate_stage_naming_the_file(repo):
+    main(["generate"])
+    for run in ("standard", "copy"): main(["train", "-p", f"run={run}"])
+    model, split = Path("runs/models/standard-s0.safetensors"), Path("runs/data/n1000/test_s1.safetensors")
+    pristine = {p: p.read_bytes() for p in (model, split, Path("runs/data/n1000/vocab.json"))}
+    damages = {   # what is done to an input -> what the one line says
+        "flipped byte in the weights": (lambda: _flip(model), f"{model} is not the file that runs/train/standard-s0/metrics.json records"),
+        "truncated weights": (lambda: model.write_bytes(pristine[model][:200]), f"{model} is not the file that"),
+        "another run's weights": (lambda: model.write_bytes(Path("runs/models/copy-s0.safetensors").read_bytes()), f"{model} is not the file"),
+        "flipped byte in a test set": (lambda: _flip(split), "runs/data/n1000 is not the dataset that runs/train/standard-s0/metrics.json records"),
+        "emptied vocab.json": (lambda: Path("runs/data/n1000/vocab.json").write_text(""), "runs/data/n1000 is not the dataset that"),
+    }
+    for name, (damage, says) in damages.items():
+        damage()
+        line = _first_line(["evaluate", "-p", "run=standard"])
+        assert line.startswith("unseen-stage evaluate: ValueError: ") and says in line, (name, line)
+        assert not Path("runs/eval/standard-s0/metrics.json").exists(), name
+        for path, data in pristine.items(): path.write_bytes(data)
+    main(["evaluate", "-p", "run=standard"])                       # restored: it runs
+    assert Path("runs/eval/standard-s0/metrics.json").exists()
+    split.write_bytes(pristine[split][:300])                       # a truncated dataset read by hand is named too
+    from unseen.datasets import load_sequences
+    with pytest.raises(ValueError, match=f"{split} is truncated or corrupt"):
+        load_sequences(split)
