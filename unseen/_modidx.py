@@ -14,6 +14,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
             'unseen.config': { 'unseen.config._is_number': ('config.html#_is_number', 'unseen/config.py'),
                                'unseen.config._out_of_range': ('config.html#_out_of_range', 'unseen/config.py'),
                                'unseen.config.check_fields': ('config.html#check_fields', 'unseen/config.py'),
+                               'unseen.config.check_finite': ('config.html#check_finite', 'unseen/config.py'),
                                'unseen.config.check_name': ('config.html#check_name', 'unseen/config.py'),
                                'unseen.config.check_names': ('config.html#check_names', 'unseen/config.py'),
                                'unseen.config.check_value': ('config.html#check_value', 'unseen/config.py'),

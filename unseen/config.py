@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses, math, numbers, re
 
 # %% auto #0
-__all__ = ['INT_LIMIT', 'NAME', 'type_ok', 'check_value', 'check_fields', 'check_names', 'check_name']
+__all__ = ['INT_LIMIT', 'NAME', 'type_ok', 'check_value', 'check_finite', 'check_fields', 'check_names', 'check_name']
 
 # %% ../nbs/00a_config.ipynb #9c341128
 _TYPES = {"int": (numbers.Integral,), "float": (numbers.Real,), "str": (str,), "bool": (bool,),
@@ -57,6 +57,13 @@ def check_value(key: str, value, annotation: str = "", spec=None, fix: str = "pa
        ((low is not None and value < low) or (high is not None and value > high)):
         bounds = f"at least {low}" if high is None else f"at most {high}" if low is None else f"between {low} and {high}"
         raise ValueError(f"{key}={value!r}: must be {bounds}; {where}")
+def check_finite(key: str, value, fix: str = "params.yaml"):
+    "Raise a one-line `ValueError` naming the dotted key of the first NaN, infinity or too large an integer anywhere in `value`."
+    if isinstance(value, dict):
+        for k, v in value.items(): check_finite(f"{key}.{k}", v, fix)
+        return
+    why = _out_of_range(value)
+    if why: raise ValueError(f"{key}={value!r}: {why}; set it in {fix}")
 
 # %% ../nbs/00a_config.ipynb #d819d962
 def check_fields(obj, section: str, fix: str = "params.yaml", **specs):

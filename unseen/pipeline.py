@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, ast, contextlib, copy, fcntl, os, re, shutil, sys
 from pathlib import Path
 import yaml
-from .config import check_name, check_value
+from .config import check_finite, check_name, check_value
 
 # %% auto #0
 __all__ = ['RUN_SETTINGS', 'EXPERIMENT_KEYS', 'BASE_CHECKS', 'SHARED', 'OUTPUT_DIRS', 'MARKER', 'NEVER', 'load_params',
@@ -115,6 +115,7 @@ def stage_parameters(name: str, params: dict, declared, overrides: dict | None =
         fix = "the -p value" if origin.get(key, "").startswith("-p") else "params.yaml"
         kind, spec = BASE_CHECKS.get(key, (_type_name(default), None))
         check_value(origin.get(key, key), out[key], kind or _type_name(default), spec, fix)
+        check_finite(origin.get(key, key), out[key], fix)   # a NaN deep in a mapping (training.lr: .nan) too
         if key == "device" and not out[key].startswith(("cpu", "cuda", "mps")):
             raise ValueError(f"{origin.get(key, key)}={out[key]!r}: expected cpu, cuda or cuda:N; set it in {fix}")
     return out
