@@ -96,6 +96,7 @@ def stage_parameters(name: str, params: dict, declared, overrides: dict | None =
     origin = {**{k: f"base.{k}" for k in base}, **{k: ".".join(SHARED[k]) for k in shared}, **{k: f"{name}.{k}" for k in section}}
     out = deep_merge(deep_merge({k: v for k, v in base.items() if k in defaults}, shared), section)
     for key, value in (overrides or {}).items():
+        check_finite(f"-p {key}", value, "the -p value")
         set_key(out, key, value); origin[key.split(".")[0]] = f"-p {key.split('.')[0]}"
     unknown = sorted(set(out) - set(defaults))
     if unknown: raise ValueError(f"unknown parameter {unknown[0]!r} in section {name!r}: the stage notebook declares {sorted(defaults)}")
