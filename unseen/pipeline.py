@@ -288,7 +288,9 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
     if not notebook.exists(): raise FileNotFoundError(f"no stage notebook {notebook}")
     defaults = notebook_parameters(notebook)
     matrix = tuple(dvc_stage(name, root).get("matrix") or ())
-    parameters = stage_parameters(name, load_params(root / params_file), defaults, overrides, matrix)
+    params = load_params(root / params_file)
+    if matrix: check_matrix(params)   # a seed listed twice is one DVC cell: said here too, when `dvc repro` runs a cell
+    parameters = stage_parameters(name, params, defaults, overrides, matrix)
     out = root / "runs" / "notebooks" / f"{name}{'-' + tag if tag else ''}.ipynb"
     # a run by hand elsewhere (-p out_dir=DIR) keeps its weights there too, unless -p weights_dir says otherwise
     weights_follow = "weights_dir" in defaults and "out_dir" in (overrides or {}) and "weights_dir" not in overrides
