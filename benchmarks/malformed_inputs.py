@@ -186,11 +186,13 @@ DAMAGE_CASES = [
     ("the train run's metrics.json not JSON", lambda r: (r / RECORD).write_text("{"), ["evaluate", "-p", "run=standard"], RECORD),
     ("another seed's record as train_dir", lambda r: shutil.copy(r / MODEL, r / "runs/models/standard-s1.safetensors"),
      ["evaluate", "-p", "run=standard", "-p", "seed=1", "-p", "train_dir=runs/train/standard-s0", "--tag", "s1"], RECORD),
-    ("a read-only out_dir's parent", lambda r: (r / "ro").mkdir(mode=0o555), ["lemma", "-p", "out_dir=ro/x", "-p",
-     "figures_dir=runs/byhand/ro", "--tag", "ro"], "ro/x"),
+    ("an out_dir below a file", lambda r: None, ["lemma", "-p", "out_dir=README.md/x", "-p", "figures_dir=runs/byhand/ro",
+     "--tag", "ro"], "README.md"),
 ]
 # (shell prefix, unseen-stage arguments, the path the message must name): a full disk, as `ulimit -f` makes one
-DISK_CASES = [("ulimit -f 40", ["lemma", "-p", "out_dir=runs/full", "-p", "figures_dir=runs/full-figures", "--tag", "full"], "runs/full")]
+DISK_CASES = [("ulimit -f 40", ["lemma", "-p", "out_dir=runs/full", "-p", "figures_dir=runs/full-figures", "--tag", "full"], "runs/full"),
+              ("ulimit -f 40", ["generate", "-p", "out_dir=runs/full", "--tag", "full"], "runs/full"),
+              ("ulimit -f 100", ["train", "-p", "run=standard", "-p", "out_dir=runs/full", "--tag", "full"], "runs/full")]
 
 
 class _Trickle(http.server.BaseHTTPRequestHandler):
@@ -412,7 +414,6 @@ def main(argv=None):
         before = _snapshot(root, argv[0])
         rc, out, unsafe = guarded(argv[0], lambda: _in_process(stage_main, argv, root))
         record("damage", argv[0], what, key, rc, out, before, _snapshot(root, argv[0]), unsafe)
-        with contextlib.suppress(OSError): (root / "ro").chmod(0o755); shutil.rmtree(root / "ro")
     for limit, argv, key in DISK_CASES:
         if args.only and args.only != "disk": continue
         case = f"{limit}; unseen-stage {' '.join(argv)}"

@@ -228,7 +228,8 @@ def check_out_dir(out_dir, root=".", stage: str = "", parameters: dict | None = 
         if overlapping: return False          # the pipeline's own layout: DVC and dvc.lock say what is there
     if final.exists() and not final.is_dir(): raise ValueError(f"-p out_dir={out_dir}: {final} is a file, not a directory: {elsewhere}")
     parent = next(p for p in final.parents if p.exists())   # where the finished directory is renamed into
-    if not os.access(parent, os.W_OK): raise ValueError(f"-p out_dir={out_dir}: {parent} is not writable: {elsewhere}")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise ValueError(f"-p out_dir={out_dir}: {parent} is {'a file' if not parent.is_dir() else 'not writable'}: {elsewhere}")
     marker = final / MARKER
     if final.is_dir() and any(final.iterdir()) and not (marker.is_file() and marker.read_text().strip() == stage):
         raise ValueError(f"-p out_dir={out_dir}: {final} holds files that stage {stage or '?'} did not write (no {MARKER} naming it), "
