@@ -106,6 +106,8 @@ STAGE_CASES = [
     ("lemma", ["out_dir=runs/x", "figures_dir=..", "--tag=h1h"], "figures_dir"),
     ("lemma", ["out_dir=runs/x", "figures_dir=.git/hooks", "--tag=h1i"], "figures_dir"),
     ("train", ["out_dir=runs/x", "weights_dir=.", "--tag=t1"], "weights_dir"),
+    ("train", ["out_dir=runs/x", "weights_dir=runs/data", "--tag=t2"], "weights_dir"),
+    ("lemma", ["out_dir=runs/x", "figures_dir=runs/data/n1000", "--tag=h1j"], "figures_dir"),
     ("lemma", ["out_dir=runs/x", "--tag=x/../../../../outside/tagesc"], "tag"),
     ("lemma", ["out_dir=runs/x", "--tag=/tmp/abs"], "tag"), ("lemma", ["out_dir=runs/x", "--tag=.."], "tag"),
     ("lemma", ["out_dir=runs/x", "--tag=a\nb"], "tag"), ("lemma", ["out_dir=runs/x", "--tag=.hidden"], "tag"),

@@ -201,8 +201,8 @@ def _overlaps(path: str, pattern: str) -> bool:
     "Whether `path` is, holds or lies inside an output that `pattern` names (both relative to the repository)."
     return all(re.fullmatch(_component(q), p) for p, q in zip(path.split("/"), pattern.split("/")))
 
-def check_place(key: str, value, root=".") -> Path:
-    "Where `value` really points (`..` and links followed); refused in one line if that is the repository, holds it, or is git's or DVC's."
+def check_place(key: str, value, root=".", stage: str = "") -> Path:
+    "Where `value` really points (`..` and links followed); refused in one line if that is the repository, holds it, is git's or DVC's, or lies in another stage's output."
     root = Path(root).resolve()
     final = (root / value).resolve()
     elsewhere = f"write into a new directory instead, e.g. -p {key}=runs/mine"
@@ -211,6 +211,10 @@ def check_place(key: str, value, root=".") -> Path:
                          f"and a stage replaces what it writes: {elsewhere}")
     if final.is_relative_to(root) and final.relative_to(root).parts[0] in NEVER:
         raise ValueError(f"-p {key}={value}: that is inside {final.relative_to(root).parts[0]} (git's or DVC's own files): {elsewhere}")
+    rel = final.relative_to(root).as_posix() if final.is_relative_to(root) else ""
+    for pattern, other in declared_outputs(root).items() if stage and rel else ():
+        if other != stage and len(rel.split("/")) >= len(pattern.split("/")) and _overlaps(rel, pattern):   # files written into it
+            raise ValueError(f"-p {key}={value}: that lies in {pattern}, an output of stage {other} (dvc.yaml): {elsewhere}")
     return final
 
 def check_out_dir(out_dir, root=".", stage: str = "", parameters: dict | None = None) -> bool:
@@ -299,7 +303,7 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
     weights_follow = "weights_dir" in defaults and "out_dir" in (overrides or {}) and "weights_dir" not in overrides
     if weights_follow: parameters = {**parameters, "weights_dir": parameters["out_dir"]}
     for key in OUTPUT_DIRS[1:]:
-        if isinstance(parameters.get(key), str) and parameters[key]: check_place(key, parameters[key], root)
+        if isinstance(parameters.get(key), str) and parameters[key]: check_place(key, parameters[key], root, name)
     if not pipeline_call(): check_by_hand(name, parameters, defaults, out.relative_to(root).as_posix(), root)
     out_dir = output_dir(name, parameters, defaults, root)
     partial, failed = out.with_suffix(".partial.ipynb"), out.with_suffix(".failed.ipynb")
