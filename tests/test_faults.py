@@ -356,6 +356,7 @@ def test_duplicate_seeds_are_refused(clone):
     with pytest.raises(SystemExit) as e:
         repro_main(["--no-progress"])
     assert "matrix.seeds is [0, 0]: seed 0 is listed twice" in str(e.value.code)
+    assert "seed 0 is listed twice" in _first_line(["evaluate", "-p", "run=standard"])   # a matrix cell that dvc repro runs
 
 
 def _fake_notebook(writes):
