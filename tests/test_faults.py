@@ -389,6 +389,12 @@ def test_a_full_disk_is_one_line_naming_the_directory(clone, monkeypatch):
     assert line == ("unseen-stage lemma: cannot write runs/mine (File too large); free space, raise the limit, or write elsewhere "
                     "with -p out_dir=DIR (nothing there looks complete)"), line
     assert not Path("runs/mine").exists()
+    def full_in_the_notebook(notebook, output, parameters, **kwargs):   # safetensors' words for it, from inside the kernel
+        raise pm.PapermillExecutionError(0, 1, "SafetensorError: I/O error: File too large (os error 27)", "SafetensorError",
+                                         "Error while serializing: I/O error: File too large (os error 27)", [])
+    monkeypatch.setattr(pm, "execute_notebook", full_in_the_notebook)
+    line = _first_line(["lemma", "-p", "out_dir=runs/mine", "-p", "figures_dir=runs/byhand/f", "--tag", "full"])
+    assert line.startswith("unseen-stage lemma: cannot write runs/mine (File too large)"), line
 
 
 def test_a_pickle_checkpoint_is_never_loaded_and_named(tmp_path):

@@ -333,8 +333,8 @@ def _write_error(e) -> int:
     import errno
     codes = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES)
     if isinstance(e, OSError): return e.errno if e.errno in codes else 0
-    evalue = str(getattr(e, "evalue", ""))                       # papermill's error from inside the notebook
-    return next((c for c in codes if f"[Errno {c}]" in evalue), 0)
+    evalue = str(getattr(e, "evalue", ""))                       # papermill's error from inside the notebook (Python's or Rust's words)
+    return next((c for c in codes if f"[Errno {c}]" in evalue or f"(os error {c})" in evalue), 0)
 
 # %% ../nbs/10_pipeline.ipynb #f269b7c6
 def parse_overrides(items) -> dict:
