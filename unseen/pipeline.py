@@ -125,8 +125,9 @@ def _check_run(name: str, out: dict, params: dict, origin: dict, matrix):
     "Experiment names are plain names, and a matrix cell's `run` is one of them (else the stage would look for files of none)."
     train = params.get("train") if isinstance(params.get("train"), dict) else {}
     known = out.get("experiments", train.get("experiments"))
+    where = origin.get("experiments", "train.experiments")
     if isinstance(known, dict):
-        for experiment in known: check_name(origin.get("experiments", "train.experiments"), experiment)
+        for experiment in known: check_name(where, experiment, "the -p value" if where.startswith("-p") else "params.yaml")
     if "run" not in out: return
     check_name(origin.get("run", f"{name}.run"), out["run"], "the -p value")
     if "run" in matrix and isinstance(known, dict) and known and out["run"] not in known:
