@@ -111,7 +111,8 @@ def test_a_run_by_hand_elsewhere_keeps_its_weights_beside_its_log(repo):
     Path("params.yaml").write_text(yaml.safe_dump(params))
     main(["generate"])
     main(["train", "-p", "run=standard", "-p", "out_dir=runs/mine", "--tag", "mine"])
-    assert sorted(p.name for p in Path("runs/mine").iterdir()) == ["log.csv", "metrics.json", "standard-s0.safetensors", "training.png"]
+    assert sorted(p.name for p in Path("runs/mine").iterdir()) == [".unseen-stage", "log.csv", "metrics.json", "standard-s0.safetensors",
+                                                                   "training.png"]
     assert not Path("runs/models").exists()   # the pipeline's weights directory is untouched
 
 
@@ -139,7 +140,7 @@ def test_a_run_by_hand_does_not_overwrite_dvc_tracked_outputs(repo, monkeypatch)
 # 5. one run at a time per output directory
 
 def test_a_second_run_of_the_same_output_directory_is_refused(repo):
-    with writing("runs/train/standard-s0"):
+    with writing("runs/train/standard-s0", ".", "train", {"run": "standard", "seed": 0}):
         line = _first_line(["train", "-p", "run=standard"])
     assert line.startswith("unseen-stage train: another run is writing runs/train/standard-s0"), line
     assert "no dataset at" in _first_line(["train", "-p", "run=standard"])   # the lock went with the first run
@@ -273,3 +274,167 @@ def test_a_corrupt_model_costs_only_itself(tmp_path, monkeypatch):
 def test_no_available_model_says_why_on_the_terminal(repo):
     line = _first_line(["gemma", "-p", "models=[{name: mine, source: /nowhere/mine.gguf}]", "-p", "isolate=false"])
     assert "no listed model could be analysed here" in line and "mine: not available here" in line and "/nowhere/mine.gguf" in line, line
+
+
+# 10. nothing lost: a stage never deletes or writes what is not its own, whatever out_dir, --tag or a name says
+
+@pytest.fixture
+def clone(tmp_path, monkeypatch):
+    "A smoke copy of the repository in tmp_path/home/clone, a canary beside it and a user's file in home/outside/victim."
+    home = tmp_path / "home"
+    (home / "clone").mkdir(parents=True)
+    _copy_working_tree(home / "clone")
+    _smoke_params(home / "clone")
+    (home / "canary.txt").write_text("alive")
+    (home / "outside/victim").mkdir(parents=True); (home / "outside/victim/user.txt").write_text("mine")
+    (home / "clone/runs/data").mkdir(parents=True); (home / "clone/runs/data/train.safetensors").write_text("data")
+    monkeypatch.chdir(home / "clone")
+    monkeypatch.delenv("DVC_STAGE", raising=False)
+    return home
+
+
+def _everything(home) -> dict:
+    "Every file under `home` but the parameters a test edits, with its bytes."
+    return {p.relative_to(home).as_posix(): p.read_bytes() for p in sorted(home.rglob("*")) if p.is_file() and p.name != "params.yaml"}
+
+
+UNSAFE = [  # argv, what the one line says
+    (["evaluate", "-p", "run=standard", "-p", "out_dir=."], "-p out_dir=.: that is the repository itself"),
+    (["evaluate", "-p", "run=standard", "-p", "out_dir=.."], "-p out_dir=..: that is"),
+    (["evaluate", "-p", "run=standard", "-p", "out_dir=runs/..", "--tag", "e1"], "that is the repository itself"),
+    (["evaluate", "-p", "run=standard", "-p", "out_dir=runs/data", "--tag", "e17"], "runs/data, an output of stage generate"),
+    (["evaluate", "-p", "run=standard", "-p", "out_dir=runs", "--tag", "e18"], "an output of stage"),
+    (["evaluate", "-p", "run=standard", "-p", "out_dir=.git", "--tag", "e19"], "inside .git"),
+    (["evaluate", "-p", "run=standard", "-p", "out_dir=runs/eval/copy-s0", "--tag", "e20"], "an output of stage evaluate"),
+    (["lemma", "-p", "out_dir=../outside/victim", "-p", "figures_dir=runs/byhand/f", "--tag", "h1b"],
+     "holds files that stage lemma did not write (no .unseen-stage"),
+    (["lemma", "-p", "out_dir=nbs", "-p", "figures_dir=runs/byhand/f", "--tag", "h1c"], "holds files that stage lemma did not write"),
+    (["lemma", "-p", "out_dir=runs/x", "-p", "figures_dir=.", "--tag", "h1d"], "-p figures_dir=.: that is the repository itself"),
+    (["lemma", "-p", "out_dir=runs/x", "-p", "figures_dir=..", "--tag", "h1e"], "-p figures_dir=..: that is"),
+    (["train", "-p", "run=standard", "-p", "out_dir=runs/x", "-p", "weights_dir=runs/data", "--tag", "t"],
+     "-p weights_dir=runs/data: that lies in runs/data, an output of stage generate"),
+    (["lemma", "-p", "out_dir=runs/x", "-p", "figures_dir=runs/data/n1000", "--tag", "h1f"], "an output of stage generate"),
+    (["lemma", "-p", "out_dir=README.md/x", "-p", "figures_dir=runs/byhand/f", "--tag", "h1g"], "README.md is a file"),
+    (["lemma", "-p", "out_dir=runs/x", "--tag", "x/../../../../outside/tagesc"], "--tag='x/../../../../outside/tagesc': a name that"),
+    (["lemma", "-p", "out_dir=runs/x", "--tag", "/abs"], "--tag='/abs': a name that becomes a path"),
+    (["train", "-p", "run=../../../../outside/runesc"], "-p run='../../../../outside/runesc': a name that becomes a path"),
+    (["evaluate", "-p", "run=nonexistent"], "unknown experiment 'nonexistent': train.experiments in params.yaml has ["),
+]
+
+
+@pytest.mark.parametrize("argv,says", UNSAFE, ids=[" ".join(a) for a, _ in UNSAFE])
+def test_an_out_dir_tag_or_name_that_is_not_the_stages_own_is_refused_before_anything_is_touched(clone, argv, says):
+    before = _everything(clone)
+    line = _first_line(argv)
+    assert says in line, line
+    assert len(str(line).splitlines()) == 1
+    assert _everything(clone) == before                     # not one file deleted, changed or added
+    assert sorted(p.name for p in clone.iterdir()) == ["canary.txt", "clone", "outside"]
+
+
+def test_an_experiment_name_that_is_a_path_is_refused_by_every_door(clone):
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["train"]["experiments"]["../../../../../../outside/expesc"] = {"variant": "standard"}
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    before = _everything(clone)
+    assert "train.experiments='../../../../../../outside/expesc': a name that becomes a path" in _first_line(["generate"])
+    from unseen.repro import main as repro_main
+    with pytest.raises(SystemExit) as e:
+        repro_main(["--no-progress"])
+    assert "a name that becomes a path" in str(e.value.code)
+    params["train"]["experiments"] = {"a/b": {"variant": "standard"}}
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    assert "train.experiments='a/b'" in _first_line(["generate"])
+    assert _everything(clone) == before
+
+
+def test_duplicate_seeds_are_refused(clone):
+    from unseen.repro import main as repro_main
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    params["matrix"]["seeds"] = [0, 0]
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    with pytest.raises(SystemExit) as e:
+        repro_main(["--no-progress"])
+    assert "matrix.seeds is [0, 0]: seed 0 is listed twice" in str(e.value.code)
+    assert "seed 0 is listed twice" in _first_line(["evaluate", "-p", "run=standard"])   # a matrix cell that dvc repro runs
+
+
+def _fake_notebook(writes):
+    "A stand-in for papermill that writes `writes` (name -> text) into the out_dir it is given."
+    def execute(notebook, output, parameters, **kwargs):
+        out = Path(kwargs["cwd"]) / parameters["out_dir"]
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in writes.items(): (out / name).write_text(text)
+        Path(output).write_text("{}")
+    return execute
+
+
+def test_a_run_by_hand_outside_the_repository_goes_into_an_empty_or_its_own_directory_only(clone, monkeypatch):
+    import papermill as pm
+    monkeypatch.setattr(pm, "execute_notebook", _fake_notebook({"table.md": "new"}))
+    target = clone / "outside/empty"
+    main(["lemma", "-p", f"out_dir={target}", "-p", "figures_dir=runs/byhand/f", "--tag", "h2b"])
+    assert sorted(p.name for p in target.iterdir()) == [".unseen-stage", "table.md"]
+    assert sorted(p.name for p in (clone / "outside").iterdir()) == ["empty", "victim"]   # no lock, no partial left beside it
+    main(["lemma", "-p", f"out_dir={target}", "-p", "figures_dir=runs/byhand/f", "--tag", "h2b"])   # its own: replaced
+    assert "holds files that stage gemma did not write" in _first_line(["gemma", "-p", f"out_dir={target}", "--tag", "g"])
+    assert (target / "table.md").read_text() == "new" and (clone / "outside/victim/user.txt").read_text() == "mine"
+
+
+def test_a_full_disk_is_one_line_naming_the_directory(clone, monkeypatch):
+    import errno, papermill as pm
+    def full(notebook, output, parameters, **kwargs): raise OSError(errno.EFBIG, "File too large")
+    monkeypatch.setattr(pm, "execute_notebook", full)
+    line = _first_line(["lemma", "-p", "out_dir=runs/mine", "-p", "figures_dir=runs/byhand/f", "--tag", "full"])
+    assert line == ("unseen-stage lemma: cannot write runs/mine (File too large); free space, raise the limit, or write elsewhere "
+                    "with -p out_dir=DIR (nothing there looks complete)"), line
+    assert not Path("runs/mine").exists()
+    def full_in_the_notebook(notebook, output, parameters, **kwargs):   # safetensors' words for it, from inside the kernel
+        raise pm.PapermillExecutionError(0, 1, "SafetensorError: I/O error: File too large (os error 27)", "SafetensorError",
+                                         "Error while serializing: I/O error: File too large (os error 27)", [])
+    monkeypatch.setattr(pm, "execute_notebook", full_in_the_notebook)
+    line = _first_line(["lemma", "-p", "out_dir=runs/mine", "-p", "figures_dir=runs/byhand/f", "--tag", "full"])
+    assert line.startswith("unseen-stage lemma: cannot write runs/mine (File too large)"), line
+
+
+def test_a_pickle_checkpoint_is_never_loaded_and_named(tmp_path):
+    import pickle
+    from unseen.finetune_experiment import load_causal_lm
+    from unseen.gemma import CheckpointError
+    (tmp_path / "config.json").write_text('{"model_type": "gemma3_text"}')
+    (tmp_path / "pytorch_model.bin").write_bytes(pickle.dumps({"weight": 1}))
+    with pytest.raises(CheckpointError, match=f"no safetensors weights in {tmp_path}: pickle weights are never loaded"):
+        load_causal_lm(str(tmp_path), name="mine")
+
+
+# 11. inputs checked on read: the evaluate stage reads only the dataset and weights its train run recorded
+
+def _flip(path: Path, at: int = -1):
+    data = bytearray(path.read_bytes()); data[at] ^= 1; path.write_bytes(bytes(data))
+
+
+@pytest.mark.slow
+def test_a_wrong_or_damaged_input_stops_the_evaluate_stage_naming_the_file(repo):
+    main(["generate"])
+    for run in ("standard", "copy"): main(["train", "-p", f"run={run}"])
+    model, split = Path("runs/models/standard-s0.safetensors"), Path("runs/data/n1000/test_s1.safetensors")
+    pristine = {p: p.read_bytes() for p in (model, split, Path("runs/data/n1000/vocab.json"))}
+    damages = {   # what is done to an input -> what the one line says
+        "flipped byte in the weights": (lambda: _flip(model), f"{model} is not the file that runs/train/standard-s0/metrics.json records"),
+        "truncated weights": (lambda: model.write_bytes(pristine[model][:200]), f"{model} is not the file that"),
+        "another run's weights": (lambda: model.write_bytes(Path("runs/models/copy-s0.safetensors").read_bytes()), f"{model} is not the file"),
+        "flipped byte in a test set": (lambda: _flip(split), "runs/data/n1000 is not the dataset that runs/train/standard-s0/metrics.json records"),
+        "emptied vocab.json": (lambda: Path("runs/data/n1000/vocab.json").write_text(""), "runs/data/n1000 is not the dataset that"),
+    }
+    for name, (damage, says) in damages.items():
+        damage()
+        line = _first_line(["evaluate", "-p", "run=standard"])
+        assert line.startswith("unseen-stage evaluate: ValueError: ") and says in line, (name, line)
+        assert not Path("runs/eval/standard-s0/metrics.json").exists(), name
+        for path, data in pristine.items(): path.write_bytes(data)
+    main(["evaluate", "-p", "run=standard"])                       # restored: it runs
+    assert Path("runs/eval/standard-s0/metrics.json").exists()
+    split.write_bytes(pristine[split][:300])                       # a truncated dataset read by hand is named too
+    from unseen.datasets import load_sequences
+    with pytest.raises(ValueError, match=f"{split} is truncated or corrupt"):
+        load_sequences(split)

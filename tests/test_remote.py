@@ -383,6 +383,38 @@ def test_a_server_that_never_answers_ends_the_pull_with_an_error(tiny, tmp_path)
     assert not (clone / "data").exists()
 
 
+class _Trickle(http.server.BaseHTTPRequestHandler):
+    "Answers 200 with a large body, then sends one byte every half second: every read timeout is reset, forever."
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "1000000"); self.end_headers()
+        with contextlib.suppress(OSError):
+            for _ in range(600):
+                self.wfile.write(b"x"); self.wfile.flush(); time.sleep(0.5)
+    do_HEAD = lambda self: (self.send_response(200), self.send_header("Content-Length", "1000000"), self.end_headers())
+    def log_message(self, *args): pass
+
+
+def test_unseen_pull_ends_within_its_time_limit_against_a_server_that_trickles(tiny, tmp_path):
+    server = _Server(("127.0.0.1", 0), _Trickle)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        clone = _clone(tiny[0], tmp_path / "clone", f"http://127.0.0.1:{server.server_address[1]}/cache")
+        for key in ("connect_timeout", "read_timeout"):   # each byte comes well within them
+            _ok(_dvc("remote", "modify", "--local", "public", key, "3", cwd=clone))
+        start = time.perf_counter()
+        import subprocess
+        env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+        result = subprocess.run([str(BIN / "unseen-pull"), "--timeout", "4"], cwd=clone, env=env, capture_output=True,
+                                text=True, timeout=120)
+        seconds = time.perf_counter() - start
+    finally:
+        server.shutdown(); server.server_close()
+    assert result.returncode == 3 and seconds < 30, (seconds, result.stderr[-2000:])
+    lines = [l for l in result.stderr.splitlines() if l.startswith("unseen-pull")]
+    assert len(lines) == 1 and "did not deliver within 4 s (the whole pull's limit)" in lines[0], result.stderr[-2000:]
+    assert not (clone / "data").exists() and not (clone / "single.txt").exists()
+
+
 @pytest.mark.slow
 def test_unseen_pull_refuses_a_tampered_runs_data_manifest(pushed, tmp_path):
     src, served = pushed

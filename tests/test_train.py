@@ -60,22 +60,38 @@ train(sys.argv[1], sys.argv[2], ModelConfig(**model), iv, TrainConfig(**{cfg}), 
 """
 
 
+def _checkpoint_step(run) -> int:
+    "The step of the run's checkpoint, read the way `load_checkpoint` finds it (0 if none yet)."
+    # the writer swaps checkpoint/ for checkpoint.tmp/ by two renames: between them the state is in checkpoint.old/,
+    # and a file found one moment may be gone the next
+    for where in ("checkpoint", "checkpoint.old"):
+        try: return json.loads((Path(run) / where / "state.json").read_text())["step"]
+        except (FileNotFoundError, ValueError): continue
+    return 0
+
+
+def test_checkpoint_step_reads_a_checkpoint_caught_between_its_renames(tmp_path):
+    assert _checkpoint_step(tmp_path) == 0
+    (tmp_path / "checkpoint.old").mkdir(); (tmp_path / "checkpoint.old/state.json").write_text('{"step": 120}')
+    assert _checkpoint_step(tmp_path) == 120
+    (tmp_path / "checkpoint").mkdir(); (tmp_path / "checkpoint/state.json").write_text('{"st')   # half-written: skipped
+    assert _checkpoint_step(tmp_path) == 120
+
+
 def test_kill_9_and_resume_gives_the_same_run(data, tmp_path):
     script = SCRIPT.format(model=SMALL, cfg=CFG)
     run = lambda out: subprocess.Popen([sys.executable, "-c", script, str(data), str(out)])
     subprocess.run([sys.executable, "-c", script, str(data), str(tmp_path / "whole")], check=True)
 
     proc = run(tmp_path / "killed")
-    state = tmp_path / "killed/checkpoint/state.json"
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
-        if state.exists() and json.loads(state.read_text())["step"] >= 100: break
+        if _checkpoint_step(tmp_path / "killed") >= 100: break
         time.sleep(0.005)
     proc.send_signal(signal.SIGKILL); proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed: make it longer"
     assert not (tmp_path / "killed/model.safetensors").exists()
-    killed_at = json.loads(state.read_text())["step"] if state.exists() else 0
-    assert 100 <= killed_at < CFG["steps"]
+    assert 100 <= _checkpoint_step(tmp_path / "killed") < CFG["steps"]
 
     (tmp_path / "killed/log.csv").unlink()   # `dvc repro` deletes a stage's outputs before rerunning it
     subprocess.run([sys.executable, "-c", script, str(data), str(tmp_path / "killed")], check=True)  # resumes

@@ -4,10 +4,10 @@
 
 # %% ../nbs/00a_config.ipynb #65dae987
 from __future__ import annotations
-import dataclasses, numbers
+import dataclasses, math, numbers, re
 
 # %% auto #0
-__all__ = ['type_ok', 'check_value', 'check_fields', 'check_names']
+__all__ = ['INT_LIMIT', 'NAME', 'type_ok', 'check_value', 'check_finite', 'check_fields', 'check_names', 'check_name']
 
 # %% ../nbs/00a_config.ipynb #9c341128
 _TYPES = {"int": (numbers.Integral,), "float": (numbers.Real,), "str": (str,), "bool": (bool,),
@@ -29,6 +29,16 @@ def _is_number(text: str) -> bool:
     try: float(text); return True
     except ValueError: return False
 
+INT_LIMIT = 2**63   # what a C long long, torch's and numpy's integers, holds
+
+def _out_of_range(value) -> str:
+    "Why `value` (or a number inside a list) is no usable number: NaN, infinite, or past `INT_LIMIT` ('' if none)."
+    if isinstance(value, (list, tuple)): return next((why for v in value if (why := _out_of_range(v))), "")
+    if isinstance(value, float) and not math.isfinite(value): return "must be a finite number"
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(value) >= INT_LIMIT:
+        return f"is out of range (at most {INT_LIMIT - 1} in size)"
+    return ""
+
 def check_value(key: str, value, annotation: str = "", spec=None, fix: str = "params.yaml"):
     "Raise a one-line `ValueError` naming `key` and the fix when `value` breaks its `annotation` or `spec`."
     where = f"set it in {fix}" if fix else "fix it"
@@ -36,6 +46,8 @@ def check_value(key: str, value, annotation: str = "", spec=None, fix: str = "pa
         words = " or ".join(_WORDS.get(p.strip().split("[")[0], p.strip()) for p in str(annotation).split("|"))
         raise ValueError(f"{key}={value!r} ({type(value).__name__}): expected {words}; {where}"
                          + (" without quotes" if isinstance(value, str) and _is_number(value) else ""))
+    why = _out_of_range(value)
+    if why: raise ValueError(f"{key}={value!r}: {why}; {where}")
     if spec is None or value is None: return
     if isinstance(spec, (list, set, frozenset)):
         if value not in spec: raise ValueError(f"{key}={value!r}: expected one of {sorted(spec, key=str)}; {where}")
@@ -45,6 +57,13 @@ def check_value(key: str, value, annotation: str = "", spec=None, fix: str = "pa
        ((low is not None and value < low) or (high is not None and value > high)):
         bounds = f"at least {low}" if high is None else f"at most {high}" if low is None else f"between {low} and {high}"
         raise ValueError(f"{key}={value!r}: must be {bounds}; {where}")
+def check_finite(key: str, value, fix: str = "params.yaml"):
+    "Raise a one-line `ValueError` naming the dotted key of the first NaN, infinity or too large an integer anywhere in `value`."
+    if isinstance(value, dict):
+        for k, v in value.items(): check_finite(f"{key}.{k}", v, fix)
+        return
+    why = _out_of_range(value)
+    if why: raise ValueError(f"{key}={value!r}: {why}; set it in {fix}")
 
 # %% ../nbs/00a_config.ipynb #d819d962
 def check_fields(obj, section: str, fix: str = "params.yaml", **specs):
@@ -60,3 +79,12 @@ def check_names(key: str, names, allowed, fix: str = "params.yaml"):
     names = [names] if isinstance(names, str) else [*names, *names.values()] if isinstance(names, dict) else list(names)
     bad = [n for n in names if n not in allowed]
     if bad: raise ValueError(f"{key}: {bad[0]!r} is not one of {sorted(allowed)}; fix the name in {fix}")
+
+# %% ../nbs/00a_config.ipynb #5a3e1c02
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")   # a file name's safe part: no separator, no leading dot, no control
+
+def check_name(key: str, name, fix: str = "params.yaml"):
+    "Raise a one-line `ValueError` unless `name`, which becomes part of a path, is a plain file name."
+    if not isinstance(name, str) or not NAME.fullmatch(name) or ".." in name:
+        raise ValueError(f"{key}={name!r}: a name that becomes a path holds only letters, digits and _ . + - "
+                         f"(no '/', '..' or leading '.'); rename it in {fix}")

@@ -4,7 +4,7 @@
 
 # %% ../nbs/01a_datasets.ipynb #9bf4ab31
 from __future__ import annotations
-import dataclasses, hashlib, json, shutil
+import contextlib, dataclasses, hashlib, json, shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -18,7 +18,7 @@ from .config import check_fields
 # %% auto #0
 __all__ = ['CHUNK', 'SPLITS', 'DataConfig', 'training_set', 'validation_set', 'scenario_sets', 'save_sequences', 'load_sequences',
            'load_metadata', 'split_stats', 'overlap', 'generate_datasets', 'entry_mapping', 'experiment_n_train',
-           'dataset_sizes', 'manifest_path', 'dataset_md5', 'write_manifests', 'plot_stats']
+           'dataset_sizes', 'manifest_path', 'dataset_md5', 'write_manifests', 'check_dataset', 'plot_stats']
 
 # %% ../nbs/01a_datasets.ipynb #37250819
 @dataclass(frozen=True)
@@ -96,17 +96,26 @@ def save_sequences(seqs: Sequences, path, metadata: dict):
     # one metadata key: safetensors writes several in hash order, which would break byte-identical files
     save_file(tensors, str(path), metadata={"unseen": json.dumps(metadata, sort_keys=True)})
 
+@contextlib.contextmanager
+def _readable(path):
+    "Turn safetensors' own errors for a truncated or corrupt file (they name no file) into one line naming `path`."
+    try: yield
+    except (OSError, ValueError, KeyError): raise
+    except Exception as e:   # SafetensorError and its kin
+        raise ValueError(f"{path} is truncated or corrupt ({type(e).__name__}: {e}): restore it with `dvc checkout`, "
+                         "or regenerate it (dvc repro generate)") from None
+
 def load_sequences(path) -> Sequences:
     "Read a split written by `save_sequences`, with a clear message if it is missing."
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"no dataset at {path}: run the generate stage first (dvc repro generate)")
-    t = load_file(str(path))
+    with _readable(path): t = load_file(str(path))
     return Sequences(tokens=t["tokens"], offsets=t["offsets"], prompt_len=t["prompt_len"],
                      label=t["label"].astype(bool), depth=t["depth"])
 
 def load_metadata(path) -> dict:
     "The metadata stored with a split (its config, seed and split name)."
-    with safe_open(str(path), "numpy") as f: meta = f.metadata() or {}
+    with _readable(path), safe_open(str(path), "numpy") as f: meta = f.metadata() or {}
     if "unseen" not in meta: raise ValueError(f"{path} was not written by this version of unseen: re-run the generate stage (dvc repro generate)")
     return json.loads(meta["unseen"])
 
@@ -187,6 +196,12 @@ def write_manifests(experiments: dict, n_train: int, data_dir) -> dict:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(manifests[name], indent=1) + "\n")
     return manifests
+def check_dataset(path, md5: str, recorded_in):
+    "Raise a one-line `ValueError` unless dataset directory `path` has the content hash `md5` that `recorded_in` (a manifest, a run's metrics) records."
+    got = dataset_md5(path)
+    if got != md5:
+        raise ValueError(f"{path} is not the dataset that {recorded_in} records (content md5 {got}, recorded {md5}): a file there "
+                         "changed; restore it with `dvc checkout runs/data`, or regenerate it with `dvc repro generate`")
 
 # %% ../nbs/01a_datasets.ipynb #f86c2f94
 def plot_stats(stats: dict):

@@ -4,19 +4,19 @@
 
 # %% ../nbs/04a_experiments.ipynb #1c4926c1
 from __future__ import annotations
-import json
+import hashlib, json
 from dataclasses import dataclass, field
 from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
-from .datasets import entry_mapping, experiment_n_train
+from .datasets import check_dataset, dataset_md5, entry_mapping, experiment_n_train, manifest_path
 from .model import ModelConfig
 from .interventions import InterventionConfig, variant_settings
-from .train import TrainConfig, train
+from .train import TrainConfig, load_model, train
 
 # %% auto #0
-__all__ = ['EXPERIMENT_KEYS', 'Experiment', 'experiment_entry', 'resolve_experiment', 'run_dir', 'weights_path',
-           'train_experiment', 'plot_training']
+__all__ = ['EXPERIMENT_KEYS', 'Experiment', 'experiment_entry', 'resolve_experiment', 'run_dir', 'weights_path', 'file_md5',
+           'check_manifest', 'train_experiment', 'load_trained', 'plot_training']
 
 # %% ../nbs/04a_experiments.ipynb #5657c8b5
 EXPERIMENT_KEYS = ("variant", "n_train", "model", "intervention", "training")   # what an entry of train.experiments may set
@@ -61,15 +61,56 @@ def weights_path(name: str, seed: int, weights_dir="runs/models") -> Path:
     # apart from runs/train, whose logs and metrics are in git: the tables and figures are drawn from git alone
     return Path(weights_dir) / f"{name}-s{seed}.safetensors"
 
+def file_md5(path) -> str:
+    "The md5 of the file at `path`, as DVC records it."
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""): h.update(block)
+    return h.hexdigest()
+
+def check_manifest(data: Path, name: str):
+    "Refuse (one line) dataset directory `data` when experiment `name`'s manifest beside it names it with another content hash."
+    manifest = manifest_path(data.parent, name)
+    if not manifest.is_file(): return                  # a dataset made by hand: nothing recorded to check against
+    try: recorded = json.loads(manifest.read_text())
+    except ValueError: raise ValueError(f"{manifest} is not JSON: restore it with `dvc checkout runs/data`, or regenerate it with `dvc repro generate`") from None
+    if recorded.get("dataset") == data.name: check_dataset(data, recorded.get("md5"), manifest)
+
 def train_experiment(exp: Experiment, seed: int, data_dir="runs/data", out_dir=None, checkpoint_root="runs/checkpoints",
                      progress=True, weights=None) -> dict:
     "Train seed `seed` of `exp` on its dataset under `data_dir`; its metrics, also in `out_dir/metrics.json`, and its weights in `weights` (default: in `out_dir`)."
     data, out = Path(data_dir) / f"n{exp.n_train}", run_dir(exp.name, seed, out_dir)
+    check_manifest(data, exp.name)                     # what the generate stage wrote, unchanged
     metrics = train(data, out, exp.model, exp.intervention, exp.training, seed, exp.variant,
                     checkpoint_dir=Path(checkpoint_root) / out.name, progress=progress, weights=weights)
-    metrics.update(run=exp.name, n_train=exp.n_train, data_dir=str(data))
+    # what the evaluate stage checks its inputs against: this run's dataset and weights, by content
+    metrics.update(run=exp.name, n_train=exp.n_train, data_dir=str(data), data_md5=dataset_md5(data),
+                   weights_md5=file_md5(weights or out / "model.safetensors"))
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
     return metrics
+
+def load_trained(name: str, seed: int, weights, record, device="cpu") -> tuple:
+    "(model, metrics) of seed `seed` of experiment `name`: its weights and dataset checked against `record`, the metrics.json its train run wrote."
+    weights, record = Path(weights), Path(record)
+    if not weights.exists(): raise FileNotFoundError(f"no model weights at {weights}: run the train stage first (dvc repro train)")
+    if not record.is_file(): raise FileNotFoundError(f"no training record at {record}: run the train stage first (dvc repro train)")
+    try: trained = json.loads(record.read_text())
+    except ValueError: raise ValueError(f"{record} is not JSON: restore it with `git checkout {record}`, or rerun the train stage") from None
+    if (trained.get("run", name), trained.get("seed", seed)) != (name, seed):
+        raise ValueError(f"{record} records experiment {trained.get('run')!r} seed {trained.get('seed')}, not {name!r} seed {seed}: "
+                         "pass -p train_dir=DIR of that run")
+    if trained.get("weights_md5") and file_md5(weights) != trained["weights_md5"]:
+        raise ValueError(f"{weights} is not the file that {record} records (md5 {file_md5(weights)}, recorded {trained['weights_md5']}): "
+                         f"another run's weights or a damaged copy; restore it with `dvc checkout {weights}`, or retrain (dvc repro train)")
+    data = Path(trained.get("data_dir", ""))
+    if trained.get("data_md5"): check_dataset(data, trained["data_md5"], record)
+    elif data.name: check_manifest(data, name)
+    try: model = load_model(weights, device)
+    except FileNotFoundError: raise
+    except Exception as e:   # safetensors' errors name no file
+        raise ValueError(f"{weights} is not readable model weights ({type(e).__name__}: {e}): restore it with `dvc checkout {weights}`, "
+                         "or retrain (dvc repro train)") from None
+    return model, trained
 
 # %% ../nbs/04a_experiments.ipynb #e1b81f8e
 def plot_training(log: pd.DataFrame):

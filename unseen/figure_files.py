@@ -12,10 +12,16 @@ __all__ = ['save_figure']
 
 # %% ../nbs/00b_figure_files.ipynb #8ea1f7d0
 def save_figure(fig, figures_dir, name: str, data: pd.DataFrame, dpi: int = 120, tight: bool = False) -> list:
-    "Write `fig` as PNG (at `dpi`) and PDF and `data` as CSV: `figures_dir/name.{png,pdf,csv}`; return the three paths."
+    "Write `fig` as PNG (at `dpi`) and PDF and `data` as CSV: `figures_dir/name.{png,pdf,csv}`, all three or none; return their paths."
     figures_dir = Path(figures_dir); figures_dir.mkdir(parents=True, exist_ok=True)
     paths = [figures_dir / f"{name}.{ext}" for ext in ("png", "pdf", "csv")]
-    # `tight` crops the canvas to what is drawn; `dpi` changes the PNG only (a PDF is vector)
-    for path in paths[:2]: fig.savefig(path, dpi=dpi, bbox_inches="tight" if tight else None)
-    data.to_csv(paths[2], index=False)
+    partials = [p.with_name(f".{p.name}.partial") for p in paths]   # a full disk midway leaves no figure that looks complete
+    try:
+        # `tight` crops the canvas to what is drawn; `dpi` changes the PNG only (a PDF is vector)
+        for path, ext in zip(partials[:2], ("png", "pdf")): fig.savefig(path, format=ext, dpi=dpi, bbox_inches="tight" if tight else None)
+        data.to_csv(partials[2], index=False)
+    except BaseException:
+        for p in partials: p.unlink(missing_ok=True)
+        raise
+    for partial, path in zip(partials, paths): partial.rename(path)
     return paths

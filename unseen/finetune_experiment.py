@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 from .progress import progress_bar
 from .logic import LogicConfig
-from .gemma import resolve_source, make_reserved_atomic
+from .gemma import CheckpointError, resolve_source, make_reserved_atomic
 from .pools import token_pools
 from .gemma_stats import set_statistics
 from .finetune import Pool, Task, make_pool, tiny_gemma, tokenizer_vocabulary
@@ -54,7 +54,12 @@ def load_causal_lm(spec: str, # a source (see above)
             os.replace(partial, cached)  # a killed first load leaves no half-written cache
             del packed, fresh
         path = cached
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype).to(device).eval()
+    if Path(path).is_dir() and not any(Path(path).glob("*.safetensors")):   # weights as pickle (pytorch_model.bin) can run code
+        raise CheckpointError(f"no safetensors weights in {path}: pickle weights are never loaded here; "
+                              "fix: convert them with save_pretrained(DIR, safe_serialization=True)")
+    try: model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, use_safetensors=True).to(device).eval()
+    except Exception as e:   # safetensors' own errors for a truncated file name none
+        raise CheckpointError(f"cannot load {path}: {type(e).__name__}: {e}; fix: re-download or re-convert it") from None
     tok = AutoTokenizer.from_pretrained(path)
     make_reserved_atomic(tok)
     return model, tok, str(path)

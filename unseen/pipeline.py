@@ -4,16 +4,16 @@
 
 # %% ../nbs/10_pipeline.ipynb #63999f1d
 from __future__ import annotations
-import argparse, ast, contextlib, copy, fcntl, os, shutil, sys
+import argparse, ast, contextlib, copy, fcntl, os, re, shutil, sys
 from pathlib import Path
 import yaml
-from .config import check_value
+from .config import check_finite, check_name, check_value
 
 # %% auto #0
-__all__ = ['RUN_SETTINGS', 'EXPERIMENT_KEYS', 'BASE_CHECKS', 'SHARED', 'OUTPUT_DIRS', 'load_params', 'notebook_parameters',
-           'declared_parameters', 'deep_merge', 'set_key', 'check_matrix', 'stage_parameters', 'pipeline_call',
-           'dvc_stage', 'stage_outputs', 'tracked_outputs', 'check_by_hand', 'output_dir', 'writing', 'run_stage',
-           'parse_overrides', 'main']
+__all__ = ['RUN_SETTINGS', 'EXPERIMENT_KEYS', 'BASE_CHECKS', 'SHARED', 'OUTPUT_DIRS', 'MARKER', 'NEVER', 'load_params',
+           'notebook_parameters', 'declared_parameters', 'deep_merge', 'set_key', 'check_matrix', 'stage_parameters',
+           'pipeline_call', 'dvc_stage', 'stage_outputs', 'tracked_outputs', 'check_by_hand', 'declared_outputs',
+           'check_place', 'check_out_dir', 'output_dir', 'writing', 'run_stage', 'parse_overrides', 'main']
 
 # %% ../nbs/10_pipeline.ipynb #29a1ab7f
 RUN_SETTINGS = ("threads", "isolate", "chunk_rows")   # how a stage runs (cores, processes, block size), not what it computes
@@ -61,14 +61,17 @@ def set_key(params: dict, key: str, value, where: str = "-p"):
 
 # %% ../nbs/10_pipeline.ipynb #e4e26046
 def check_matrix(params: dict):
-    "Raise a one-line `ValueError` unless `matrix.seeds` lists seeds and `train.experiments` names experiments."
+    "Raise a one-line `ValueError` unless `matrix.seeds` lists distinct seeds and `train.experiments` names experiments with plain names."
     seeds = (params.get("matrix") or {}).get("seeds") if isinstance(params.get("matrix"), dict) else None
     if not isinstance(seeds, list) or not seeds:
         raise ValueError(f"params.yaml matrix.seeds is {seeds!r}: list at least one seed, e.g. seeds: [0]")
     for seed in seeds: check_value("matrix.seeds[]", seed, "int", 0)
+    if len(set(seeds)) < len(seeds):   # DVC would run one cell for both and call the pipeline up to date
+        raise ValueError(f"params.yaml matrix.seeds is {seeds}: seed {next(s for s in seeds if seeds.count(s) > 1)} is listed twice; list each seed once")
     experiments = (params.get("train") or {}).get("experiments") if isinstance(params.get("train"), dict) else None
     if not isinstance(experiments, dict) or not experiments:
         raise ValueError(f"params.yaml train.experiments is {experiments!r}: name at least one experiment, e.g. standard: {{variant: standard}}")
+    for name in experiments: check_name("train.experiments", name)
 
 # %% ../nbs/10_pipeline.ipynb #349402a4
 EXPERIMENT_KEYS = ("n_train", "model", "intervention", "training")   # what an experiment may set beside its variant
@@ -93,9 +96,11 @@ def stage_parameters(name: str, params: dict, declared, overrides: dict | None =
     origin = {**{k: f"base.{k}" for k in base}, **{k: ".".join(SHARED[k]) for k in shared}, **{k: f"{name}.{k}" for k in section}}
     out = deep_merge(deep_merge({k: v for k, v in base.items() if k in defaults}, shared), section)
     for key, value in (overrides or {}).items():
+        check_finite(f"-p {key}", value, "the -p value")
         set_key(out, key, value); origin[key.split(".")[0]] = f"-p {key.split('.')[0]}"
     unknown = sorted(set(out) - set(defaults))
     if unknown: raise ValueError(f"unknown parameter {unknown[0]!r} in section {name!r}: the stage notebook declares {sorted(defaults)}")
+    _check_run(name, out, params, origin, matrix)
     experiment = (out.get("experiments") or {}).get(out.get("run")) if isinstance(out.get("experiments"), dict) else None
     if isinstance(experiment, dict):                 # the command line beats the experiment's own settings
         for key, value in (overrides or {}).items():
@@ -111,9 +116,23 @@ def stage_parameters(name: str, params: dict, declared, overrides: dict | None =
         fix = "the -p value" if origin.get(key, "").startswith("-p") else "params.yaml"
         kind, spec = BASE_CHECKS.get(key, (_type_name(default), None))
         check_value(origin.get(key, key), out[key], kind or _type_name(default), spec, fix)
+        check_finite(origin.get(key, key), out[key], fix)   # a NaN deep in a mapping (training.lr: .nan) too
         if key == "device" and not out[key].startswith(("cpu", "cuda", "mps")):
             raise ValueError(f"{origin.get(key, key)}={out[key]!r}: expected cpu, cuda or cuda:N; set it in {fix}")
     return out
+
+def _check_run(name: str, out: dict, params: dict, origin: dict, matrix):
+    "Experiment names are plain names, and a matrix cell's `run` is one of them (else the stage would look for files of none)."
+    train = params.get("train") if isinstance(params.get("train"), dict) else {}
+    known = out.get("experiments", train.get("experiments"))
+    where = origin.get("experiments", "train.experiments")
+    if isinstance(known, dict):
+        for experiment in known: check_name(where, experiment, "the -p value" if where.startswith("-p") else "params.yaml")
+    if "run" not in out: return
+    check_name(origin.get("run", f"{name}.run"), out["run"], "the -p value")
+    if "run" in matrix and isinstance(known, dict) and known and out["run"] not in known:
+        raise ValueError(f"unknown experiment {out['run']!r}: train.experiments in params.yaml has {sorted(known)}; "
+                         "pass -p run=NAME with one of them")
 
 def _exempt(key: str) -> bool: return key.endswith("_dir") or key in RUN_SETTINGS
 
@@ -164,6 +183,64 @@ def check_by_hand(name: str, parameters: dict, defaults: dict, notebook_out: str
             raise ValueError(f"{out} is an output of the DVC pipeline (dvc.lock): a run by hand does not overwrite it; "
                              f"run `dvc repro {name}`, or write elsewhere with -p {where}=DIR --tag NAME")
 
+# %% ../nbs/10_pipeline.ipynb #7d1b2c01
+MARKER = ".unseen-stage"   # in an output directory outside the pipeline's layout: the name of the stage that wrote it
+NEVER = (".git", ".dvc")   # git's and DVC's own files: no stage writes there
+
+def declared_outputs(root=".") -> dict:
+    "Each output `dvc.yaml` declares (`${item.KEY}` left in), with its stage's name."
+    path = Path(root) / "dvc.yaml"
+    stages = ((yaml.safe_load(path.read_text()) or {}).get("stages") or {}) if path.exists() else {}
+    return {(o if isinstance(o, str) else next(iter(o))): name for name, stage in stages.items()
+            for kind in ("outs", "metrics", "plots") for o in stage.get(kind) or []}
+
+def _component(pattern: str) -> str:
+    "A regular expression for one path component of a `dvc.yaml` output, each `${...}` standing for any name."
+    return "[^/]+".join(re.escape(piece) for piece in re.split(r"\$\{[^}]*\}", pattern))
+
+def _overlaps(path: str, pattern: str) -> bool:
+    "Whether `path` is, holds or lies inside an output that `pattern` names (both relative to the repository)."
+    return all(re.fullmatch(_component(q), p) for p, q in zip(path.split("/"), pattern.split("/")))
+
+def check_place(key: str, value, root=".", stage: str = "") -> Path:
+    "Where `value` really points (`..` and links followed); refused in one line if that is the repository, holds it, is git's or DVC's, or lies in another stage's output."
+    root = Path(root).resolve()
+    final = (root / value).resolve()
+    elsewhere = f"write into a new directory instead, e.g. -p {key}=runs/mine"
+    if final == root or final in root.parents:
+        raise ValueError(f"-p {key}={value}: that is {'the repository itself' if final == root else f'{final}, which holds the repository'}, "
+                         f"and a stage replaces what it writes: {elsewhere}")
+    if final.is_relative_to(root) and final.relative_to(root).parts[0] in NEVER:
+        raise ValueError(f"-p {key}={value}: that is inside {final.relative_to(root).parts[0]} (git's or DVC's own files): {elsewhere}")
+    rel = final.relative_to(root).as_posix() if final.is_relative_to(root) else ""
+    for pattern, other in declared_outputs(root).items() if stage and rel else ():
+        if other != stage and len(rel.split("/")) >= len(pattern.split("/")) and _overlaps(rel, pattern):   # files written into it
+            raise ValueError(f"-p {key}={value}: that lies in {pattern}, an output of stage {other} (dvc.yaml): {elsewhere}")
+    return final
+
+def check_out_dir(out_dir, root=".", stage: str = "", parameters: dict | None = None) -> bool:
+    "Refuse, in one line, an `out_dir` whose replacement could delete what `stage` did not write; whether it needs the `MARKER`."
+    final, root = check_place("out_dir", out_dir, root), Path(root).resolve()
+    elsewhere = "write into a new directory instead, e.g. -p out_dir=runs/mine"
+    if final.is_relative_to(root):
+        rel, own = final.relative_to(root).as_posix(), stage_outputs(stage, parameters or {}, root) if stage else []
+        overlapping = [(p, s) for p, s in declared_outputs(root).items() if _overlaps(rel, p)]
+        for pattern, other in overlapping:
+            # its own: this cell's output, a directory inside one, or the directory that holds one (runs/eval/NAME-sSEED)
+            if other == stage and any(_overlaps(rel, o) and len(rel.split("/")) >= len(o.split("/")) - 1 for o in own): continue
+            raise ValueError(f"-p out_dir={out_dir}: that is, holds or lies in {pattern}, an output of stage {other} (dvc.yaml), "
+                             f"which this run would delete: {elsewhere}")
+        if overlapping: return False          # the pipeline's own layout: DVC and dvc.lock say what is there
+    if final.exists() and not final.is_dir(): raise ValueError(f"-p out_dir={out_dir}: {final} is a file, not a directory: {elsewhere}")
+    parent = next(p for p in final.parents if p.exists())   # where the finished directory is renamed into
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise ValueError(f"-p out_dir={out_dir}: {parent} is {'a file' if not parent.is_dir() else 'not writable'}: {elsewhere}")
+    marker = final / MARKER
+    if final.is_dir() and any(final.iterdir()) and not (marker.is_file() and marker.read_text().strip() == stage):
+        raise ValueError(f"-p out_dir={out_dir}: {final} holds files that stage {stage or '?'} did not write (no {MARKER} naming it), "
+                         f"and this run would replace them: empty it, or {elsewhere}")
+    return True
+
 # %% ../nbs/10_pipeline.ipynb #648d1a6e
 def output_dir(name: str, parameters: dict, defaults: dict, root=".") -> Path | None:
     "Where the stage writes its results: `out_dir`, or the one directory of this cell's `dvc.yaml` outputs (None: unknown)."
@@ -176,12 +253,14 @@ def output_dir(name: str, parameters: dict, defaults: dict, root=".") -> Path | 
     return parents.pop() if len(parents) == 1 else None
 
 @contextlib.contextmanager
-def writing(out_dir, root="."):
-    "Lock `out_dir` and yield the partial directory to write instead (relative to `root` when `out_dir` is); on success it becomes `out_dir`."
-    root, out_dir = Path(root), Path(out_dir)
-    final, inside = root / out_dir, not out_dir.is_absolute() and ".." not in out_dir.parts
+def writing(out_dir, root=".", stage: str = "", parameters: dict | None = None):
+    "Check and lock `out_dir`, and yield the partial directory to write instead (relative to `root` when inside it); on success it becomes `out_dir`."
+    marked = check_out_dir(out_dir, root, stage, parameters)   # before anything is created or deleted
+    root = Path(root).resolve()
+    final = (root / out_dir).resolve()
+    inside = final.is_relative_to(root)
     # outside the checkout the partial directory sits beside `out_dir`, on its file system, so the rename stays atomic
-    partial = root / "runs" / ".partial" / out_dir if inside else final.with_name(f".{final.name}.partial")
+    partial = root / "runs" / ".partial" / final.relative_to(root) if inside else final.with_name(f".{final.name}.partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
     ignore = root / "runs" / ".partial" / ".gitignore"
     if inside and not ignore.exists(): ignore.write_text("*\n")
@@ -197,8 +276,10 @@ def writing(out_dir, root="."):
         yield partial.relative_to(root) if inside else partial
         final.parent.mkdir(parents=True, exist_ok=True)
         partial.mkdir(parents=True, exist_ok=True)     # a stage that wrote nothing there still leaves its directory
+        if marked: (partial / MARKER).write_text(f"{stage}\n")   # so that a rerun of this stage may replace it, and no other
         partial.rename(final)
     finally:
+        if not inside: lock.unlink(missing_ok=True)    # leave nothing of ours beside a directory outside the checkout
         os.close(fd)
 
 # %% ../nbs/10_pipeline.ipynb #72aab873
@@ -210,20 +291,25 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
     # that draws the same figure writes the same bytes, and DVC sees the output unchanged
     os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
     root = Path(root)
+    if tag is not None: check_name("--tag", tag, "the command line")   # it becomes part of the executed notebook's name
     notebook = root / "nbs" / "stages" / f"{name}.ipynb"
     if not notebook.exists(): raise FileNotFoundError(f"no stage notebook {notebook}")
     defaults = notebook_parameters(notebook)
     matrix = tuple(dvc_stage(name, root).get("matrix") or ())
-    parameters = stage_parameters(name, load_params(root / params_file), defaults, overrides, matrix)
+    params = load_params(root / params_file)
+    if matrix: check_matrix(params)   # a seed listed twice is one DVC cell: said here too, when `dvc repro` runs a cell
+    parameters = stage_parameters(name, params, defaults, overrides, matrix)
     out = root / "runs" / "notebooks" / f"{name}{'-' + tag if tag else ''}.ipynb"
     # a run by hand elsewhere (-p out_dir=DIR) keeps its weights there too, unless -p weights_dir says otherwise
     weights_follow = "weights_dir" in defaults and "out_dir" in (overrides or {}) and "weights_dir" not in overrides
     if weights_follow: parameters = {**parameters, "weights_dir": parameters["out_dir"]}
+    for key in OUTPUT_DIRS[1:]:
+        if isinstance(parameters.get(key), str) and parameters[key]: check_place(key, parameters[key], root, name)
     if not pipeline_call(): check_by_hand(name, parameters, defaults, out.relative_to(root).as_posix(), root)
     out_dir = output_dir(name, parameters, defaults, root)
-    out.parent.mkdir(parents=True, exist_ok=True)
     partial, failed = out.with_suffix(".partial.ipynb"), out.with_suffix(".failed.ipynb")
-    with writing(out_dir, root) if out_dir else contextlib.nullcontext() as partial_dir:
+    with writing(out_dir, root, name, parameters) if out_dir else contextlib.nullcontext() as partial_dir:
+        out.parent.mkdir(parents=True, exist_ok=True)
         for stale in (out, failed): stale.unlink(missing_ok=True)
         if partial_dir: parameters = {**parameters, "out_dir": str(partial_dir)}
         if weights_follow: parameters = {**parameters, "weights_dir": parameters["out_dir"]}   # inside the partial directory
@@ -233,13 +319,23 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
         try:
             pm.execute_notebook(str(notebook), str(partial), parameters=parameters, cwd=str(root),
                                 kernel_name="python3", progress_bar=progress)
-        except BaseException:
+        except BaseException as e:
             if partial.exists(): partial.rename(failed)
+            full = _write_error(e)
+            if full: raise OSError(full, os.strerror(full), str(out_dir or out.parent)) from None   # named, in one line
             raise
         finally:
             if before is None: os.environ.pop("UNSEEN_PROGRESS")
     partial.rename(out)
     return out
+
+def _write_error(e) -> int:
+    "The errno of a full disk, a file size limit or a read-only place behind `e`, in this process or the notebook's (0: none)."
+    import errno
+    codes = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES)
+    if isinstance(e, OSError): return e.errno if e.errno in codes else 0
+    evalue = str(getattr(e, "evalue", ""))                       # papermill's error from inside the notebook (Python's or Rust's words)
+    return next((c for c in codes if f"[Errno {c}]" in evalue or f"(os error {c})" in evalue), 0)
 
 # %% ../nbs/10_pipeline.ipynb #f269b7c6
 def parse_overrides(items) -> dict:
@@ -274,6 +370,9 @@ def main(argv=None):
                  f"rerun to resume, the cells it ran are in {failed}")
     except (FileNotFoundError, KeyError, ValueError, RuntimeError) as e:
         sys.exit(f"unseen-stage {args.name}: {e}")
+    except OSError as e:   # a full disk, a file size limit (ulimit -f), a place it may not write
+        sys.exit(f"unseen-stage {args.name}: cannot write {e.filename or 'its outputs'} ({e.strerror or e}); "
+                 "free space, raise the limit, or write elsewhere with -p out_dir=DIR (nothing there looks complete)")
     except pm.PapermillExecutionError as e:  # the notebook raised: its error in one line, the traceback in the kept notebook
         sys.exit(f"unseen-stage {args.name}: {e.ename}: {e.evalue}\n(traceback in {failed})")
     print(f"executed notebook: {out}")

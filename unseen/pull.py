@@ -4,13 +4,13 @@
 
 # %% ../nbs/11a_pull.ipynb #fc19205f
 from __future__ import annotations
-import argparse, hashlib, json, subprocess, sys
+import argparse, contextlib, hashlib, json, signal, subprocess, sys, threading, time
 from pathlib import Path, PurePosixPath, PureWindowsPath
 import yaml
 
 # %% auto #0
-__all__ = ['DVC', 'PLACEHOLDER', 'locked_outputs', 'unsafe_relpath', 'check_manifest', 'check_manifests', 'unpublished', 'pull',
-           'main']
+__all__ = ['DVC', 'PLACEHOLDER', 'TIMEOUT', 'locked_outputs', 'unsafe_relpath', 'check_manifest', 'check_manifests',
+           'unpublished', 'PullTimeout', 'deadline', 'pull', 'main']
 
 # %% ../nbs/11a_pull.ipynb #931abec1
 def locked_outputs(root=".") -> dict:
@@ -83,12 +83,32 @@ def unpublished(remote: str | None = None, root=".") -> str:
     return (f"unseen-pull: no public copy of the results yet ({name} is {url}): the tables, metrics and figures are in git, "
             "and `dvc repro` (or `unseen-repro -j 2`) regenerates the rest; docs/remote.md says how a copy is published.")
 
-def pull(targets=(), remote: str | None = None, jobs: int | None = None, root=".") -> int:
-    "`check_manifests`, then `dvc pull` only when every manifest passed; the exit status."
+TIMEOUT = 1800   # seconds for the whole pull: a server that trickles bytes resets every read timeout, never this
+
+class PullTimeout(Exception): "The whole pull took longer than its limit."
+
+@contextlib.contextmanager
+def deadline(seconds: float):
+    "Raise `PullTimeout` in this (the main) thread once `seconds` have passed, whatever it waits on."
+    def expire(signum, frame): raise PullTimeout()
+    if threading.current_thread() is not threading.main_thread(): yield; return   # signals reach the main thread only
+    before = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    try: yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0); signal.signal(signal.SIGALRM, before)
+
+def pull(targets=(), remote: str | None = None, jobs: int | None = None, root=".", timeout: float = TIMEOUT) -> int:
+    "`check_manifests`, then `dvc pull` only when every manifest passed, all within `timeout` seconds; the exit status."
     from dvc.exceptions import DvcException
     line = unpublished(remote, root)
     if line: print(line, file=sys.stderr); return 1
-    try: problems = check_manifests(root, remote)
+    end = time.monotonic() + timeout
+    late = (f"unseen-pull: the remote did not deliver within {timeout:g} s (the whole pull's limit): check the network or the "
+            "remote, or allow longer with --timeout SECONDS; run unseen-pull again to go on from what arrived")
+    try:
+        with deadline(timeout): problems = check_manifests(root, remote)
+    except PullTimeout: print(late, file=sys.stderr); return 3
     except DvcException as e:
         print(f"unseen-pull: {e}", file=sys.stderr); return 1
     if problems:
@@ -97,13 +117,16 @@ def pull(targets=(), remote: str | None = None, jobs: int | None = None, root=".
               "with `dvc repro`.", file=sys.stderr)
         return 2
     opts = [*(["-r", remote] if remote else []), *(["-j", str(jobs)] if jobs else [])]
-    return subprocess.run([*DVC, "pull", *opts, *targets], cwd=root).returncode
+    try: return subprocess.run([*DVC, "pull", *opts, *targets], cwd=root, timeout=max(end - time.monotonic(), 1)).returncode
+    except subprocess.TimeoutExpired: print(late, file=sys.stderr); return 3
 
 def main(argv=None):
-    "Command line: `unseen-pull [TARGET ...] [-r REMOTE] [-j N]`."
+    "Command line: `unseen-pull [TARGET ...] [-r REMOTE] [-j N] [--timeout SECONDS]`."
     ap = argparse.ArgumentParser(prog="unseen-pull", description="dvc pull, with every directory manifest checked against dvc.lock first.")
     ap.add_argument("targets", nargs="*", metavar="TARGET", help="stages or outputs, as for dvc pull (default: everything)")
     ap.add_argument("-r", "--remote", help="remote to pull from (default: the default remote)")
     ap.add_argument("-j", "--jobs", type=int, help="parallel downloads")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT, help=f"seconds for the whole pull (default: {TIMEOUT})")
     args = ap.parse_args(argv)
-    sys.exit(pull(args.targets, args.remote, args.jobs))
+    if not args.timeout > 0: ap.error("--timeout must be a positive number of seconds")
+    sys.exit(pull(args.targets, args.remote, args.jobs, timeout=args.timeout))
