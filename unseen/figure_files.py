@@ -4,11 +4,19 @@
 
 # %% ../nbs/00b_figure_files.ipynb #f4bf2276
 from __future__ import annotations
+import os
 from pathlib import Path
 import pandas as pd
 
 # %% auto #0
-__all__ = ['save_figure']
+__all__ = ['MARK', 'profile_mark', 'save_figure']
+
+# %% ../nbs/00b_figure_files.ipynb #a1b2c3d5
+MARK = "UNSEEN_MARK"   # the environment variable that carries params' base.mark into a stage
+
+def profile_mark() -> str:
+    "The running profile's mark for figures and tables (params' base.mark, e.g. 'quick look, 1 seed'); '' at the pipeline's own scale."
+    return os.environ.get(MARK, "").strip()
 
 # %% ../nbs/00b_figure_files.ipynb #8ea1f7d0
 def save_figure(fig, figures_dir, name: str, data: pd.DataFrame, dpi: int = 120, tight: bool = False) -> list:
@@ -16,6 +24,8 @@ def save_figure(fig, figures_dir, name: str, data: pd.DataFrame, dpi: int = 120,
     figures_dir = Path(figures_dir); figures_dir.mkdir(parents=True, exist_ok=True)
     paths = [figures_dir / f"{name}.{ext}" for ext in ("png", "pdf", "csv")]
     partials = [p.with_name(f".{p.name}.partial") for p in paths]   # a full disk midway leaves no figure that looks complete
+    if mark := profile_mark():
+        fig.text(0.995, 0.995, mark, ha="right", va="top", fontsize=10, fontweight="bold", color="crimson")
     try:
         # `tight` crops the canvas to what is drawn; `dpi` changes the PNG only (a PDF is vector)
         for path, ext in zip(partials[:2], ("png", "pdf")): fig.savefig(path, format=ext, dpi=dpi, bbox_inches="tight" if tight else None)

@@ -316,6 +316,9 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
         # the long loops' bars go to a progress file (unseen.progress: UNSEEN_PROGRESS), which unseen-repro shows, not into the notebook
         before = os.environ.get("UNSEEN_PROGRESS")
         os.environ["UNSEEN_PROGRESS"] = before or str((root / "runs" / "logs" / f"{out.stem}.progress").resolve())
+        # a profile's mark (base.mark: "toy scale", "quick look, 1 seed") reaches the stage's figures and tables (unseen.figure_files)
+        mark_before = os.environ.get("UNSEEN_MARK")
+        os.environ["UNSEEN_MARK"] = str((params.get("base") or {}).get("mark") or "")
         try:
             pm.execute_notebook(str(notebook), str(partial), parameters=parameters, cwd=str(root),
                                 kernel_name="python3", progress_bar=progress)
@@ -326,6 +329,8 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
             raise
         finally:
             if before is None: os.environ.pop("UNSEEN_PROGRESS")
+            if mark_before is None: os.environ.pop("UNSEEN_MARK")
+            else: os.environ["UNSEEN_MARK"] = mark_before
     partial.rename(out)
     return out
 
