@@ -58,10 +58,10 @@ def table_experiments(params="params.yaml") -> list:
 
 # %% ../nbs/09a_figures.ipynb #0a67e849
 def check_roles(experiments: dict, **roles):
-    "Raise a one-line `ValueError` when a role (`variants=[...]`, `untied=NAME`, ...) names a run that `experiments` lacks; null: not run."
+    "Raise a one-line `ValueError` when a role (`variants=[...]`, `untied=NAME`, ...) names a run that `experiments` lacks; '' or null: not run."
     if not experiments: return                      # no params.yaml: the runs on disk are all there is
     for key, names in roles.items():
-        if names is not None: check_names(f"figures.{key}", names, set(experiments))
+        if names: check_names(f"figures.{key}", names, set(experiments))
 
 # %% ../nbs/09a_figures.ipynb #b5857128
 @dataclass
