@@ -16,7 +16,8 @@ __all__ = ['CLAIMS', 'N_PROBLEMS', 'THRESHOLDS', 'ROBUST', 'DIVERSITY_CLAIMS', '
            'collect', 'collect_draw', 'scores', 'results_table', 'fmt_interval', 'markdown_results', 'redrawn_table',
            'markdown_redrawn', 'control_table', 'markdown_controls', 'robust_seeds', 'parts_table', 'markdown_parts',
            'gain_verdict', 'diversity_table', 'half_verdicts', 'markdown_diversity', 'all_verdicts', 'redraw_table',
-           'markdown_redraw', 'update_readme', 'readme_main']
+           'markdown_redraw', 'table_note', 'write_results', 'write_comparisons', 'write_verdicts', 'update_readme',
+           'readme_main']
 
 # %% ../nbs/09_results.ipynb #5fdac633
 CLAIMS = {   # variant (unseen.interventions.VARIANTS) -> the paper's claim for each scenario
@@ -28,7 +29,7 @@ CLAIMS = {   # variant (unseen.interventions.VARIANTS) -> the paper's claim for 
     "copy_reset":  {"s1": "high", "s2": "high", "s3": "high"},
 }
 
-# %% ../nbs/09_results.ipynb #f7fc17de
+# %% ../nbs/09_results.ipynb #d56845b5
 N_PROBLEMS = 500   # test problems per scenario where a run's details.json does not say (the evaluate stage's)
 
 def seed_parts(scores,                     # per-seed scores of one run on one scenario, in [0, 1]
@@ -40,7 +41,7 @@ def seed_parts(scores,                     # per-seed scores of one run on one s
     seeds = (x.var(ddof=1) / n, n - 1) if n > 1 else (0.0, np.inf)   # one seed: its spread is unmeasured, only the problems'
     return [seeds, (p * (1 - p) / n_problems, np.inf)]               # one test set for every seed: its error counted once
 
-# %% ../nbs/09_results.ipynb #69317c58
+# %% ../nbs/09_results.ipynb #179c3123
 def t_interval(estimate: float, parts: list, level: float = 0.95) -> tuple:
     "A t-interval around `estimate` from variance parts (variance, df), its degrees of freedom by Welch-Satterthwaite."
     var = sum(v for v, _ in parts)
@@ -49,7 +50,7 @@ def t_interval(estimate: float, parts: list, level: float = 0.95) -> tuple:
     half = stats.t.ppf((1 + level) / 2, df) * np.sqrt(var)
     return float(estimate - half), float(estimate + half)
 
-# %% ../nbs/09_results.ipynb #1eede4d8
+# %% ../nbs/09_results.ipynb #113f526d
 def interval(scores, n_problems: int = N_PROBLEMS, level: float = 0.95) -> tuple:
     "Mean over seeds of a score in [0, 1] and its `level` interval (`seed_parts`, `t_interval`), clipped to [0, 1]."
     m = float(np.mean(scores))
@@ -62,7 +63,7 @@ def difference(a, b, n_problems: int = N_PROBLEMS, level: float = 0.95) -> tuple
     lo, hi = t_interval(d, seed_parts(a, n_problems) + seed_parts(b, n_problems), level)
     return d, max(lo, -1.0), min(hi, 1.0)
 
-# %% ../nbs/09_results.ipynb #dc75110d
+# %% ../nbs/09_results.ipynb #0e092dce
 THRESHOLDS = {"high": (0.9, 0.5),      # reproduced at or above the first; partly / not on either side of the second
               "fails": (0.1, 0.3),     # reproduced under the first; partly / not on either side of the second
               "above standard": 0.1}   # the smallest gap over the standard model that counts as the paper's lift
@@ -71,7 +72,7 @@ def side(lo: float, hi: float, cut: float) -> str:
     "Where an interval lies against a cut-off: 'above' (lower bound at or above it), 'below' (upper bound under it), else 'straddles'."
     return "above" if lo >= cut else "below" if hi < cut else "straddles"
 
-# %% ../nbs/09_results.ipynb #98e02c5d
+# %% ../nbs/09_results.ipynb #6e811554
 def verdict(claim: str,  # the paper's claim for the cell: high | fails | above standard
             lo: float,   # the interval's lower bound: of the cell, or of its gap over standard for 'above standard'
             hi: float,   # its upper bound
@@ -89,7 +90,7 @@ def verdict(claim: str,  # the paper's claim for the cell: high | fails | above 
         return {"above": "reproduced", "below": "not", "straddles": "undecided"}[side(lo, hi, THRESHOLDS["above standard"])]
     raise ValueError(f"unknown claim {claim!r}")
 
-# %% ../nbs/09_results.ipynb #c7b66c05
+# %% ../nbs/09_results.ipynb #40e71091
 def compare(lo: float, hi: float) -> str:
     "A difference's interval against zero: 'higher', 'lower', or 'undecided' where it holds zero."
     return "higher" if lo > 0 else "lower" if hi < 0 else "undecided"
@@ -98,7 +99,7 @@ def agree(a: str, b: str) -> bool:
     "Whether two draws' verdicts on one cell agree: equal, either undecided, or 'partly or not' against partly or not."
     return a == b or "undecided" in (a, b) or {a, b} in ({"partly or not", "partly"}, {"partly or not", "not"})
 
-# %% ../nbs/09_results.ipynb #8c620139
+# %% ../nbs/09_results.ipynb #3f804cce
 def run_files(root, filename):
     "(run, seed, path) of every `root/RUN-sSEED/filename`: the layout of the train and evaluate stages' outputs."
     for path in sorted(Path(root).glob(f"*-s*/{filename}")):
@@ -121,7 +122,7 @@ def collect(eval_dir="runs/eval") -> pd.DataFrame:
     if not rows: raise FileNotFoundError(f"no evaluation metrics under {eval_dir}: run the evaluate stages first (dvc repro)")
     return pd.DataFrame(rows)
 
-# %% ../nbs/09_results.ipynb #c3193461
+# %% ../nbs/09_results.ipynb #c8cb4c7f
 def collect_draw(csv,                # one row per run `RUN-sSEED`, columns s1_exact_match .. s3_exact_match
                  like: pd.DataFrame, # `collect`'s rows of the draw compared with: variants, n_train, problems
                 ) -> pd.DataFrame:
@@ -134,14 +135,14 @@ def collect_draw(csv,                # one row per run `RUN-sSEED`, columns s1_e
     info = like.groupby(["run", "scenario"])[["variant", "n_train", "problems"]].first()
     return long.join(info, on=["run", "scenario"]).sort_values(["run", "seed", "scenario"], ignore_index=True)
 
-# %% ../nbs/09_results.ipynb #789fabb6
+# %% ../nbs/09_results.ipynb #ee3ee67e
 def scores(runs: pd.DataFrame, run: str, scenario: str, metric: str = "exact_match") -> tuple:
     "The per-seed scores of `run` on `scenario` (NaNs dropped) and its number of test problems."
     g = runs[(runs["run"] == run) & (runs["scenario"] == scenario)]
     x = g[metric].dropna().to_numpy(float)
     return x, int(g["problems"].max()) if "problems" in g and len(g) else N_PROBLEMS
 
-# %% ../nbs/09_results.ipynb #843fd8db
+# %% ../nbs/09_results.ipynb #c169797b
 def results_table(runs: pd.DataFrame, experiments, metric: str = "exact_match") -> pd.DataFrame:
     "Per experiment (of `experiments`, in order) and scenario: mean, 95% interval, worst seed, seeds, its variant's claim, the gap over standard where claimed, the verdict."
     variants = runs.groupby("run")["variant"].first()
@@ -162,7 +163,7 @@ def results_table(runs: pd.DataFrame, experiments, metric: str = "exact_match") 
                          "gap": gap[0], "gap_lo": gap[1], "gap_hi": gap[2], "paper": claim, "verdict": v})
     return pd.DataFrame(rows)
 
-# %% ../nbs/09_results.ipynb #446ec717
+# %% ../nbs/09_results.ipynb #dc875037
 def fmt_interval(mean: float, lo: float, hi: float, sign: bool = False) -> str:
     "A mean and its interval for a table: `0.89 [0.85, 0.93]` (with `sign`: `+0.64 [-0.12, 1.00]`)."
     return f"{mean:{'+' if sign else ''}.2f} [{lo:.2f}, {hi:.2f}]"
@@ -180,7 +181,7 @@ def markdown_results(table: pd.DataFrame) -> str:
         lines.append(f"| {variant} | {int(n_train) if pd.notna(n_train) else '?'} | {g['seeds'].min()} | {worst:.2f} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
-# %% ../nbs/09_results.ipynb #0272120b
+# %% ../nbs/09_results.ipynb #7e4d53e0
 def redrawn_table(runs: pd.DataFrame, experiments, metric: str = "exact_match") -> pd.DataFrame:
     "Scenarios 2 and 3 of each experiment with a re-drawn reading: at the end and re-drawn, each with its 95% interval, and the verdict of the re-drawn one."
     got = runs[runs["run"].isin(experiments) & runs[f"redrawn_{metric}"].notna()]   # only runs with resets are re-drawn
@@ -204,7 +205,7 @@ def markdown_redrawn(table: pd.DataFrame) -> str:
         lines.append(f"| {variant} | {g['seeds'].min()} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
-# %% ../nbs/09_results.ipynb #0c29115f
+# %% ../nbs/09_results.ipynb #7d98a0c4
 def control_table(runs: pd.DataFrame,
                   controls: dict,      # reset run -> its controls: the same resets stopped early, runs without resets
                   metric: str = "exact_match") -> pd.DataFrame:
@@ -232,7 +233,7 @@ def markdown_controls(table: pd.DataFrame) -> str:
         lines.append(f"| {r['run']} | {r['control']} | {r['scenario'][1]} | " + " | ".join(nums) + f" | **{r['comparison']}** |")
     return "\n".join(lines)
 
-# %% ../nbs/09_results.ipynb #00954582
+# %% ../nbs/09_results.ipynb #927ab043
 ROBUST = 0.95   # a seed is robust when its exact match is at least this on every scenario
 
 def robust_seeds(runs: pd.DataFrame, run: str, metric: str = "exact_match") -> tuple:
@@ -265,7 +266,7 @@ def markdown_parts(table: pd.DataFrame) -> str:
                      f"**{r['comparison']}** | {r['robust']}; {r['part_robust']} |")
     return "\n".join(lines)
 
-# %% ../nbs/09_results.ipynb #d413e01e
+# %% ../nbs/09_results.ipynb #e8012fc4
 DIVERSITY_CLAIMS = {"freeze": "helps", "copy_freeze": "helps", "standard": "does not cure"}   # claim 5's halves, by variant
 GAIN = 0.1   # the smallest gain in exact match, fewest to most seen names, that counts as one
 
@@ -276,7 +277,7 @@ def gain_verdict(half: str, lo: float, hi: float) -> str:
     if half == "does not cure": return {"below": "reproduced", "above": "not", "straddles": "undecided"}[s]
     raise ValueError(f"unknown half of claim 5 {half!r}")
 
-# %% ../nbs/09_results.ipynb #3cee2cc5
+# %% ../nbs/09_results.ipynb #39ee0000
 def diversity_table(runs: pd.DataFrame,
                     sweep: dict,              # variant -> its runs from the fewest to the most seen names
                     metric: str = "exact_match") -> pd.DataFrame:
@@ -305,7 +306,7 @@ def half_verdicts(table: pd.DataFrame) -> dict:
         out[half] = v.pop() if len(v) == 1 else "partly" if {"reproduced", "not"} <= v else "undecided"
     return out
 
-# %% ../nbs/09_results.ipynb #84b2d32a
+# %% ../nbs/09_results.ipynb #0f9b3322
 def markdown_diversity(table: pd.DataFrame) -> str:
     "The diversity table as markdown, then each half's verdict."
     lines = ["| variant | claim 5 | scenario | fewest names | most names | gain [95% interval] | verdict |", "|---|---|---|---|---|---|---|"]
@@ -316,7 +317,7 @@ def markdown_diversity(table: pd.DataFrame) -> str:
     halves = half_verdicts(table)
     return "\n".join(lines) + ("\n\n" + "; ".join(f"*{h}*: **{v}**" for h, v in halves.items()) + "." if halves else "")
 
-# %% ../nbs/09_results.ipynb #2667cc18
+# %% ../nbs/09_results.ipynb #6248e7f3
 def all_verdicts(runs: pd.DataFrame, experiments, parts: dict, sweep: dict, metric: str = "exact_match") -> pd.DataFrame:
     "Every verdict of one draw, a row each: what is judged, the scenario, the estimate (a score, or a difference) and its 95% interval, the verdict."
     t = results_table(runs, experiments, metric)
@@ -337,7 +338,7 @@ def redraw_table(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     m = a.merge(b.drop(columns="difference"), on=["item", "scenario"], suffixes=("_a", "_b"))
     return m.assign(agree=[agree(x, y) for x, y in zip(m["verdict_a"], m["verdict_b"])])
 
-# %% ../nbs/09_results.ipynb #a81f612f
+# %% ../nbs/09_results.ipynb #bc40734b
 def markdown_redraw(table: pd.DataFrame, names=("this draw", "the other draw")) -> str:
     "Two draws' verdicts as markdown, every verdict listed, the ones that do not agree first and said so."
     fmt = lambda r, k: f"{fmt_interval(r['estimate_' + k], r['est_lo_' + k], r['est_hi_' + k], sign=r['difference'])} {r['verdict_' + k]}"
@@ -348,6 +349,52 @@ def markdown_redraw(table: pd.DataFrame, names=("this draw", "the other draw")) 
     for _, r in pd.concat([bad, table[table["agree"]]]).iterrows():
         lines.append(f"| {r['item']} | {r['scenario'][1]} | {fmt(r, 'a')} | {fmt(r, 'b')} | {'yes' if r['agree'] else '**no**'} |")
     return "\n".join(lines)
+
+# %% ../nbs/09_results.ipynb #04f1ad61
+def table_note(metric: str) -> str:
+    "The line above each table: what is measured and how the interval is made."
+    return (f"Greedy decoding, {metric.replace('_', ' ')} on 500 test problems per scenario; mean over seeds [95% interval: t over "
+            "seeds plus the test set's binomial error]; decision rules in nbs/09_results.ipynb and docs/results.md.")
+
+def write_results(runs: pd.DataFrame, experiments, out_dir, metric: str = "exact_match") -> str:
+    "table.csv, redrawn.csv and table.md (the scenarios table, then the re-drawn readings) under `out_dir`; the markdown."
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    table, redrawn = results_table(runs, experiments, metric), redrawn_table(runs, experiments, metric)
+    table.to_csv(out / "table.csv", index=False); redrawn.to_csv(out / "redrawn.csv", index=False)
+    md = markdown_results(table) + (f"\n\nRuns with resets, scenarios 2 and 3 at the end and right after a fresh draw of their unseen rows:"
+                                    f"\n\n{markdown_redrawn(redrawn)}" if len(redrawn) else "")
+    (out / "table.md").write_text(table_note(metric) + "\n\n" + md + "\n")
+    return md
+
+# %% ../nbs/09_results.ipynb #5ae700b4
+def write_comparisons(runs: pd.DataFrame, controls: dict, parts: dict, sweep: dict, out_dir, metric: str = "exact_match") -> str:
+    "controls.csv, parts.csv, diversity.csv and comparisons.md under `out_dir` (the tables that have rows); the markdown."
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    tables = {"controls": (control_table(runs, controls, metric), markdown_controls,
+                           "Runs with resets against their controls, unseen rows re-drawn alike (difference and 95% interval):"),
+              "parts": (parts_table(runs, parts, metric), markdown_parts, "The full recipe against its parts:"),
+              "diversity": (diversity_table(runs, sweep, metric), markdown_diversity,
+                            "Claim 5 in its two halves: the gain from the fewest to the most seen names:")}
+    for name, (frame, _, _) in tables.items(): frame.to_csv(out / f"{name}.csv", index=False)
+    md = "\n\n".join(f"{head}\n\n{to_md(frame)}" for frame, to_md, head in tables.values() if len(frame))
+    (out / "comparisons.md").write_text(table_note(metric) + "\n\n" + md + "\n")
+    return md
+
+# %% ../nbs/09_results.ipynb #67c2ae8b
+def write_verdicts(runs: pd.DataFrame, experiments, parts: dict, sweep: dict, out_dir, redraw=None,
+                   metric: str = "exact_match") -> pd.DataFrame:
+    "verdicts.csv under `out_dir`, and with `redraw` (another draw's runs.csv) redraw.md, every verdict of both; the table of both, or of this draw."
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    verdicts = all_verdicts(runs, experiments, parts, sweep, metric)
+    verdicts.to_csv(out / "verdicts.csv", index=False)
+    if not redraw:
+        (out / "redraw.md").unlink(missing_ok=True)          # no other draw: no comparison left from an earlier run
+        return verdicts
+    both = redraw_table(verdicts, all_verdicts(collect_draw(redraw, runs), experiments, parts, sweep, metric))
+    (out / "redraw.md").write_text(f"Every verdict of these runs against the same rules applied to another draw of the same recipe "
+                                   f"(`{redraw}`, exact match only: no re-drawn readings). Rules: nbs/09_results.ipynb.\n\n"
+                                   + markdown_redraw(both, ("this draw", "other draw")) + "\n")
+    return both
 
 # %% ../nbs/09_results.ipynb #2a0d5333
 BEGIN, END = "<!-- results-table -->", "<!-- /results-table -->"
