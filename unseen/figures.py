@@ -266,13 +266,13 @@ def forgetting_claim(runs: Runs, forgetting: dict, baseline: str) -> ClaimFigure
             "resets stopping at a step (dashed in the figure); greedy exact match and final unseen-row cosine.")
     return ClaimFigure("temporary_forgetting", fig, data, [head, "", *lines, ""])
 
-# %% ../nbs/09a_figures.ipynb #9b78c995
+# %% ../nbs/09a_figures.ipynb #47eed7aa
 def redraw_steps(log: pd.DataFrame, low: float = 0.05, high: float = 0.1) -> list:
     "The logged steps of one run at which its unseen rows were re-drawn: a cosine under `low` right after one above `high`."
     cos, steps = log["cos_unseen_unembed"].to_numpy(), log["step"].to_numpy()
     return [int(steps[i]) for i in range(1, len(cos)) if cos[i] < low and cos[i - 1] > high]
 
-# %% ../nbs/09a_figures.ipynb #2849e5bf
+# %% ../nbs/09a_figures.ipynb #d8ff732f
 def since_redraw(logs: pd.DataFrame, runs: list, after_s1: float = 0.85) -> pd.DataFrame:
     "Log rows of `runs` after each re-draw made once scenario 1 was learned (teacher-forced >= `after_s1` just before it): steps since it, S2, S3, cosine."
     out = []
@@ -286,7 +286,7 @@ def since_redraw(logs: pd.DataFrame, runs: list, after_s1: float = 0.85) -> pd.D
                        [["run", "seed", "redraw", "since", "s2_seq_acc", "s3_seq_acc", "cos_unseen_unembed"]])
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=["run", "seed", "redraw", "since", "s2_seq_acc", "s3_seq_acc", "cos_unseen_unembed"])
 
-# %% ../nbs/09a_figures.ipynb #2d73f589
+# %% ../nbs/09a_figures.ipynb #c5a75cb7
 def since_redraw_plot(frame: pd.DataFrame, runs: list):
     "One panel per run: teacher-forced S2 and S3 and the unseen-row cosine against the steps since a re-draw, mean over re-draws and seeds."
     fig, axes = plt.subplots(1, len(runs), figsize=(4 * len(runs), 3.4), sharey=True, constrained_layout=True, squeeze=False)
@@ -300,9 +300,10 @@ def since_redraw_plot(frame: pd.DataFrame, runs: list):
     axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return fig
 
-# %% ../nbs/09a_figures.ipynb #7a36e65a
+# %% ../nbs/09a_figures.ipynb #3d812dc2
 def redraw_claim(runs: Runs, resets: list, after_s1: float = 0.85) -> ClaimFigure:
     "Claim 4's resets: S2, S3 and the cosine against steps since a re-draw, and their means at the logged steps up to 400 after one."
+    if not resets: return absent_claim("since_redraw", "Claim 4's resets, after a re-draw", ["a variant with resets"])
     if missing := runs.missing(resets): return absent_claim("since_redraw", "Claim 4's resets, after a re-draw", missing)
     frame = since_redraw(runs.logs, resets, after_s1)
     fig = since_redraw_plot(frame, resets)
