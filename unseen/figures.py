@@ -20,8 +20,9 @@ from .results import run_files
 __all__ = ['collect_logs', 'final_rows', 'over_seeds', 'train_experiments', 'table_experiments', 'check_roles', 'Runs', 'band',
            'collapse_verdict', 'fmt', 'freeze_verdict', 'reset_verdict', 'run_verdict', 'n_train_only', 'in_sweep',
            'ClaimFigure', 'absent_claim', 'collapse_plot', 'collapse_claim', 'diversity_plot', 'diversity_table',
-           'diversity_claim', 'last_reset', 'forgetting_plot', 'forgetting_claim', 'weight_decay_plot',
-           'weight_decay_claim', 'summary_metrics', 'collapse_by_variant']
+           'diversity_claim', 'last_reset', 'forgetting_plot', 'forgetting_claim', 'redraw_steps', 'since_redraw',
+           'since_redraw_plot', 'redraw_claim', 'weight_decay_plot', 'weight_decay_claim', 'summary_metrics',
+           'collapse_by_variant']
 
 # %% ../nbs/09a_figures.ipynb #57b29382
 def collect_logs(train_dir="runs/train") -> pd.DataFrame:
@@ -267,6 +268,59 @@ def forgetting_claim(runs: Runs, forgetting: dict, baseline: str) -> ClaimFigure
     head = ("**Claim 6, temporary forgetting** (`figures/temporary_forgetting.png`): each kind of reset beside the same "
             "resets stopping at a step (dashed in the figure); greedy exact match and final unseen-row cosine.")
     return ClaimFigure("temporary_forgetting", fig, data, [head, "", *lines, ""])
+
+# %% ../nbs/09a_figures.ipynb #47eed7aa
+def redraw_steps(log: pd.DataFrame, low: float = 0.05, high: float = 0.1) -> list:
+    "The logged steps of one run at which its unseen rows were re-drawn: a cosine under `low` right after one above `high`."
+    cos, steps = log["cos_unseen_unembed"].to_numpy(), log["step"].to_numpy()
+    return [int(steps[i]) for i in range(1, len(cos)) if cos[i] < low and cos[i - 1] > high]
+
+# %% ../nbs/09a_figures.ipynb #d8ff732f
+def since_redraw(logs: pd.DataFrame, runs: list, after_s1: float = 0.85) -> pd.DataFrame:
+    "Log rows of `runs` after each re-draw made once scenario 1 was learned (teacher-forced >= `after_s1` just before it): steps since it, S2, S3, cosine."
+    out = []
+    for (run, seed), log in logs[logs["run"].isin(runs)].sort_values("step").groupby(["run", "seed"], sort=False):
+        steps = redraw_steps(log)
+        for start, end in zip(steps, steps[1:] + [int(log["step"].max()) + 1]):
+            before = log.loc[log["step"] < start, "s1_seq_acc"]                  # the row after a whole-matrix re-draw reads it broken
+            if before.iloc[-1] < after_s1: continue                               # the task not yet learned
+            part = log[(log["step"] >= start) & (log["step"] < end)]
+            out.append(part.assign(run=run, seed=seed, redraw=start, since=part["step"] - start)
+                       [["run", "seed", "redraw", "since", "s2_seq_acc", "s3_seq_acc", "cos_unseen_unembed"]])
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=["run", "seed", "redraw", "since", "s2_seq_acc", "s3_seq_acc", "cos_unseen_unembed"])
+
+# %% ../nbs/09a_figures.ipynb #c5a75cb7
+def since_redraw_plot(frame: pd.DataFrame, runs: list):
+    "One panel per run: teacher-forced S2 and S3 and the unseen-row cosine against the steps since a re-draw, mean over re-draws and seeds."
+    fig, axes = plt.subplots(1, len(runs), figsize=(4 * len(runs), 3.4), sharey=True, constrained_layout=True, squeeze=False)
+    for ax, run in zip(axes[0], runs):
+        mean = frame[frame["run"] == run].groupby("since")[["s2_seq_acc", "s3_seq_acc", "cos_unseen_unembed"]].mean()
+        for col, label, style in (("s2_seq_acc", "scenario 2", "-"), ("s3_seq_acc", "scenario 3", "-"), ("cos_unseen_unembed", "unseen cosine", ":")):
+            ax.plot(mean.index, mean[col], style, marker="o", ms=3, label=label)
+        n = frame[frame["run"] == run].groupby(["seed", "redraw"]).ngroups
+        ax.set(title=f"{run} ({n} re-draws)", xlabel="steps since the re-draw", ylim=(-0.03, 1.03))
+    axes[0][0].set_ylabel("teacher-forced exact match; cosine")
+    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return fig
+
+# %% ../nbs/09a_figures.ipynb #3d812dc2
+def redraw_claim(runs: Runs, resets: list, after_s1: float = 0.85) -> ClaimFigure:
+    "Claim 4's resets: S2, S3 and the cosine against steps since a re-draw, and their means at the logged steps up to 400 after one."
+    if not resets: return absent_claim("since_redraw", "Claim 4's resets, after a re-draw", ["a variant with resets"])
+    if missing := runs.missing(resets): return absent_claim("since_redraw", "Claim 4's resets, after a re-draw", missing)
+    frame = since_redraw(runs.logs, resets, after_s1)
+    fig = since_redraw_plot(frame, resets)
+    lines = ["| run | re-draws | steps since | S2 | S3 | unseen cosine |", "|---|---|---|---|---|---|"]
+    for run in resets:
+        f = frame[frame["run"] == run]
+        for k in sorted(k for k in f["since"].unique() if 0 < k <= 400):   # the logged steps in a re-draw's first 400
+            at = f[f["since"] == k]
+            if len(at): lines.append(f"| {run} | {f.groupby(['seed', 'redraw']).ngroups} | {k} | {at['s2_seq_acc'].mean():.2f} | "
+                                     f"{at['s3_seq_acc'].mean():.2f} | {at['cos_unseen_unembed'].mean():.2f} |")
+    head = ("**Claim 4's resets, after a re-draw** (`figures/since_redraw.png`): teacher-forced exact match of scenarios 2 and 3 "
+            f"(the first test problems) and the unseen-row cosine, some steps after each re-draw made once scenario 1 was learned "
+            f"(teacher-forced at least {after_s1} just before it), mean over re-draws and seeds.")
+    return ClaimFigure("since_redraw", fig, frame, [head, "", *lines, ""])
 
 # %% ../nbs/09a_figures.ipynb #6fcaae6d
 def weight_decay_plot(logs: pd.DataFrame, baseline: str, no_decay: str):

@@ -8,10 +8,16 @@ import json, re
 from pathlib import Path
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 # %% auto #0
-__all__ = ['CLAIMS', 'BEGIN', 'END', 'README_BLOCKS', 'verdict', 'run_files', 'collect', 'results_table', 'markdown_results',
-           'redrawn_table', 'markdown_redrawn', 'update_readme', 'readme_main']
+__all__ = ['CLAIMS', 'N_PROBLEMS', 'THRESHOLDS', 'ROBUST', 'DIVERSITY_CLAIMS', 'GAIN', 'BEGIN', 'END', 'README_BLOCKS',
+           'seed_parts', 't_interval', 'interval', 'difference', 'side', 'verdict', 'compare', 'agree', 'run_files',
+           'collect', 'collect_draw', 'scores', 'results_table', 'fmt_interval', 'markdown_results', 'redrawn_table',
+           'markdown_redrawn', 'control_table', 'markdown_controls', 'robust_seeds', 'parts_table', 'markdown_parts',
+           'gain_verdict', 'diversity_table', 'half_verdicts', 'markdown_diversity', 'all_verdicts', 'redraw_table',
+           'markdown_redraw', 'table_note', 'write_results', 'write_comparisons', 'write_verdicts', 'update_readme',
+           'readme_main']
 
 # %% ../nbs/09_results.ipynb #5fdac633
 CLAIMS = {   # variant (unseen.interventions.VARIANTS) -> the paper's claim for each scenario
@@ -23,17 +29,77 @@ CLAIMS = {   # variant (unseen.interventions.VARIANTS) -> the paper's claim for 
     "copy_reset":  {"s1": "high", "s2": "high", "s3": "high"},
 }
 
-def verdict(claim: str, mean: float, std: float, standard: tuple | None = None) -> str:
-    "reproduced / partly / not, for one cell's mean (and std) against its claim."
-    if claim == "high": return "reproduced" if mean >= 0.9 else "partly" if mean >= 0.5 else "not"
-    if claim == "fails": return "reproduced" if mean <= 0.1 else "partly" if mean <= 0.3 else "not"
+# %% ../nbs/09_results.ipynb #d56845b5
+N_PROBLEMS = 500   # test problems per scenario where a run's details.json does not say (the evaluate stage's)
+
+def seed_parts(scores,                     # per-seed scores of one run on one scenario, in [0, 1]
+               n_problems: int = N_PROBLEMS, # test problems per scenario, shared by the seeds
+              ) -> list:
+    "The variance parts of a mean over seeds, each (variance, degrees of freedom): the seeds' spread, the test set's error."
+    x = np.asarray(scores, float)
+    n, p = len(x), (x.mean() * n_problems + 2) / (n_problems + 4)    # Agresti-Coull: a score of 0 or 1 still has an error
+    seeds = (x.var(ddof=1) / n, n - 1) if n > 1 else (0.0, np.inf)   # one seed: its spread is unmeasured, only the problems'
+    return [seeds, (p * (1 - p) / n_problems, np.inf)]               # one test set for every seed: its error counted once
+
+# %% ../nbs/09_results.ipynb #179c3123
+def t_interval(estimate: float, parts: list, level: float = 0.95) -> tuple:
+    "A t-interval around `estimate` from variance parts (variance, df), its degrees of freedom by Welch-Satterthwaite."
+    var = sum(v for v, _ in parts)
+    den = sum(v ** 2 / df for v, df in parts if v > 0 and np.isfinite(df))
+    df = var ** 2 / den if den > 0 else np.inf                       # only known parts: the normal quantile
+    half = stats.t.ppf((1 + level) / 2, df) * np.sqrt(var)
+    return float(estimate - half), float(estimate + half)
+
+# %% ../nbs/09_results.ipynb #113f526d
+def interval(scores, n_problems: int = N_PROBLEMS, level: float = 0.95) -> tuple:
+    "Mean over seeds of a score in [0, 1] and its `level` interval (`seed_parts`, `t_interval`), clipped to [0, 1]."
+    m = float(np.mean(scores))
+    lo, hi = t_interval(m, seed_parts(scores, n_problems), level)
+    return m, max(lo, 0.0), min(hi, 1.0)
+
+def difference(a, b, n_problems: int = N_PROBLEMS, level: float = 0.95) -> tuple:
+    "Mean of `a` minus mean of `b` (per-seed scores of two runs on one scenario) and its Welch interval, clipped to [-1, 1]."
+    d = float(np.mean(a) - np.mean(b))
+    lo, hi = t_interval(d, seed_parts(a, n_problems) + seed_parts(b, n_problems), level)
+    return d, max(lo, -1.0), min(hi, 1.0)
+
+# %% ../nbs/09_results.ipynb #0e092dce
+THRESHOLDS = {"high": (0.9, 0.5),      # reproduced at or above the first; partly / not on either side of the second
+              "fails": (0.1, 0.3),     # reproduced under the first; partly / not on either side of the second
+              "above standard": 0.1}   # the smallest gap over the standard model that counts as the paper's lift
+
+def side(lo: float, hi: float, cut: float) -> str:
+    "Where an interval lies against a cut-off: 'above' (lower bound at or above it), 'below' (upper bound under it), else 'straddles'."
+    return "above" if lo >= cut else "below" if hi < cut else "straddles"
+
+# %% ../nbs/09_results.ipynb #6e811554
+def verdict(claim: str,  # the paper's claim for the cell: high | fails | above standard
+            lo: float,   # the interval's lower bound: of the cell, or of its gap over standard for 'above standard'
+            hi: float,   # its upper bound
+           ) -> str:
+    "reproduced / partly / not / partly or not / undecided: a claim against a 95% interval (the rules above)."
+    if claim == "high":
+        top, low = THRESHOLDS["high"]
+        if (s := side(lo, hi, top)) != "below": return {"above": "reproduced", "straddles": "undecided"}[s]
+        return {"above": "partly", "below": "not", "straddles": "partly or not"}[side(lo, hi, low)]
+    if claim == "fails":
+        top, high = THRESHOLDS["fails"]
+        if (s := side(lo, hi, top)) != "above": return {"below": "reproduced", "straddles": "undecided"}[s]
+        return {"below": "partly", "above": "not", "straddles": "partly or not"}[side(lo, hi, high)]
     if claim == "above standard":
-        if standard is None: raise ValueError("'above standard' needs the standard model's mean and std")
-        gap, spread = mean - standard[0], max(std, standard[1])
-        return "reproduced" if gap > 0.1 and gap > 2 * spread else "partly" if gap > 0 else "not"
+        return {"above": "reproduced", "below": "not", "straddles": "undecided"}[side(lo, hi, THRESHOLDS["above standard"])]
     raise ValueError(f"unknown claim {claim!r}")
 
-# %% ../nbs/09_results.ipynb #dd842e4d
+# %% ../nbs/09_results.ipynb #40e71091
+def compare(lo: float, hi: float) -> str:
+    "A difference's interval against zero: 'higher', 'lower', or 'undecided' where it holds zero."
+    return "higher" if lo > 0 else "lower" if hi < 0 else "undecided"
+
+def agree(a: str, b: str) -> bool:
+    "Whether two draws' verdicts on one cell agree: equal, either undecided, or 'partly or not' against partly or not."
+    return a == b or "undecided" in (a, b) or {a, b} in ({"partly or not", "partly"}, {"partly or not", "not"})
+
+# %% ../nbs/09_results.ipynb #3f804cce
 def run_files(root, filename):
     "(run, seed, path) of every `root/RUN-sSEED/filename`: the layout of the train and evaluate stages' outputs."
     for path in sorted(Path(root).glob(f"*-s*/{filename}")):
@@ -41,7 +107,7 @@ def run_files(root, filename):
         yield run, int(seed), path
 
 def collect(eval_dir="runs/eval") -> pd.DataFrame:
-    "One row per (run, seed, scenario): exact match and answer accuracy, with the run's variant and n_train, and for runs with resets also right after a re-draw."
+    "One row per (run, seed, scenario): exact match, answer accuracy and test problems, the run's variant and n_train, and for runs with resets also right after a re-draw."
     rows = []
     for run, seed, path in run_files(eval_dir, "metrics.json"):
         m = json.loads(path.read_text())
@@ -50,67 +116,285 @@ def collect(eval_dir="runs/eval") -> pd.DataFrame:
         for s in ("s1", "s2", "s3"):
             rows.append({"run": run, "variant": info.get("variant", run), "n_train": info.get("n_train"), "seed": seed,
                          "scenario": s, "exact_match": m[f"{s}_exact_match"], "answer": m[f"{s}_answer"],
+                         "problems": info.get("decoded", {}).get(s, {}).get("problems", N_PROBLEMS),
                          # scenarios 2 and 3 of a run with resets, read right after a fresh draw of its unseen rows (else NaN)
                          "redrawn_exact_match": m.get(f"{s}_redrawn_exact_match"), "redrawn_answer": m.get(f"{s}_redrawn_answer")})
     if not rows: raise FileNotFoundError(f"no evaluation metrics under {eval_dir}: run the evaluate stages first (dvc repro)")
     return pd.DataFrame(rows)
 
-# %% ../nbs/09_results.ipynb #34ac41a6
+# %% ../nbs/09_results.ipynb #c8cb4c7f
+def collect_draw(csv,                # one row per run `RUN-sSEED`, columns s1_exact_match .. s3_exact_match
+                 like: pd.DataFrame, # `collect`'s rows of the draw compared with: variants, n_train, problems
+                ) -> pd.DataFrame:
+    "`collect`'s rows from another draw's runs.csv (exact match only), each run described as in `like`."
+    wide = pd.read_csv(csv)
+    wide[["run", "seed"]] = wide["run"].str.extract(r"(.+)-s(\d+)$")
+    long = wide.melt(id_vars=["run", "seed"], value_vars=[f"{s}_exact_match" for s in ("s1", "s2", "s3")],
+                     var_name="scenario", value_name="exact_match")
+    long = long.assign(seed=long["seed"].astype(int), scenario=long["scenario"].str[:2])
+    info = like.groupby(["run", "scenario"])[["variant", "n_train", "problems"]].first()
+    return long.join(info, on=["run", "scenario"]).sort_values(["run", "seed", "scenario"], ignore_index=True)
+
+# %% ../nbs/09_results.ipynb #ee3ee67e
+def scores(runs: pd.DataFrame, run: str, scenario: str, metric: str = "exact_match") -> tuple:
+    "The per-seed scores of `run` on `scenario` (NaNs dropped) and its number of test problems."
+    g = runs[(runs["run"] == run) & (runs["scenario"] == scenario)]
+    x = g[metric].dropna().to_numpy(float)
+    return x, int(g["problems"].max()) if "problems" in g and len(g) else N_PROBLEMS
+
+# %% ../nbs/09_results.ipynb #c169797b
 def results_table(runs: pd.DataFrame, experiments, metric: str = "exact_match") -> pd.DataFrame:
-    "Mean, std, worst seed and seed count per experiment (of `experiments`, in order) and scenario, its variant's claim and the verdict."
-    stats = runs.groupby(["run", "scenario"])[metric].agg(["mean", "std", "min", "count"]).fillna({"std": 0.0})
-    n_train = runs.groupby("run")["n_train"].first()                       # seen names each run trained on
+    "Per experiment (of `experiments`, in order) and scenario: mean, 95% interval, worst seed, seeds, its variant's claim, the gap over standard where claimed, the verdict."
     variants = runs.groupby("run")["variant"].first()
+    n_train = runs.groupby("run")["n_train"].first()                       # seen names each run trained on
     unknown = sorted({variants[e] for e in experiments if e in variants.index} - set(CLAIMS))
     if unknown: raise ValueError(f"results.experiments: no paper claim for variant {unknown[0]!r} (claims: {sorted(CLAIMS)})")
     rows = []
-    for variant in [e for e in experiments if e in stats.index.get_level_values(0)]:   # an experiment of the table
+    for run in [e for e in experiments if e in variants.index]:            # an experiment of the table
         for s in ("s1", "s2", "s3"):
-            mean, std, worst, n = stats.loc[(variant, s)]
-            claim = CLAIMS[variants[variant]][s]
-            standard = tuple(stats.loc[("standard", s)][["mean", "std"]]) if ("standard", s) in stats.index else None
-            v = verdict(claim, mean, std, standard) if claim != "above standard" or standard else "no standard run"
-            rows.append({"variant": variant, "n_train": n_train[variant], "scenario": s,
-                         "mean": mean, "std": std, "worst": worst, "seeds": int(n), "paper": claim, "verdict": v})
+            x, n = scores(runs, run, s, metric)
+            mean, lo, hi = interval(x, n)
+            claim, gap = CLAIMS[variants[run]][s], (np.nan,) * 3
+            if claim == "above standard" and "standard" in variants.index:
+                gap = difference(x, scores(runs, "standard", s, metric)[0], n)
+            v = "no standard run" if claim == "above standard" and np.isnan(gap[0]) else verdict(claim, *(gap[1:] if claim == "above standard" else (lo, hi)))
+            rows.append({"variant": run, "n_train": n_train[run], "scenario": s, "mean": mean, "lo": lo, "hi": hi,
+                         "std": float(x.std(ddof=1)) if len(x) > 1 else 0.0, "worst": float(x.min()), "seeds": len(x),
+                         "gap": gap[0], "gap_lo": gap[1], "gap_hi": gap[2], "paper": claim, "verdict": v})
     return pd.DataFrame(rows)
 
+# %% ../nbs/09_results.ipynb #dc875037
+def fmt_interval(mean: float, lo: float, hi: float, sign: bool = False) -> str:
+    "A mean and its interval for a table: `0.89 [0.85, 0.93]` (with `sign`: `+0.64 [-0.12, 1.00]`)."
+    return f"{mean:{'+' if sign else ''}.2f} [{lo:.2f}, {hi:.2f}]"
+
 def markdown_results(table: pd.DataFrame) -> str:
-    "The table as markdown: a row per variant, a column per scenario (mean ± std, claim, verdict)."
+    "The table as markdown: a row per experiment, a column per scenario (mean [95% interval], the gap over standard where claimed, claim, verdict)."
     names = {"s1": "1: all seen", "s2": "2: query unseen", "s3": "3: all unseen"}
-    # the worst seed's scenario 1: whether every seed learned the task, without which scenarios 2 and 3 say nothing
     lines = ["| variant | seen names | seeds | worst seed, scenario 1 | " + " | ".join(f"scenario {names[s]}" for s in names) + " |",
              "|---|---|---|---|---|---|---|"]
     for variant, g in table.groupby("variant", sort=False):
-        cells = [f"{r['mean']:.2f} ± {r['std']:.2f} (paper: {r['paper']}; {r['verdict']})" for _, r in g.iterrows()]
-        n_train = g["n_train"].iloc[0]
-        worst = g.loc[g["scenario"] == "s1", "worst"].iloc[0]
+        cells = [fmt_interval(r["mean"], r["lo"], r["hi"])
+                 + (f", {fmt_interval(r['gap'], r['gap_lo'], r['gap_hi'], sign=True)} over standard" if pd.notna(r["gap"]) else "")
+                 + f" (paper: {r['paper']}; **{r['verdict']}**)" for _, r in g.iterrows()]
+        n_train, worst = g["n_train"].iloc[0], g.loc[g["scenario"] == "s1", "worst"].iloc[0]
         lines.append(f"| {variant} | {int(n_train) if pd.notna(n_train) else '?'} | {g['seeds'].min()} | {worst:.2f} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
-# %% ../nbs/09_results.ipynb #4b9e2f61
+# %% ../nbs/09_results.ipynb #7e4d53e0
 def redrawn_table(runs: pd.DataFrame, experiments, metric: str = "exact_match") -> pd.DataFrame:
-    "Scenarios 2 and 3 of each experiment with resets (`collect`'s rows that have a re-drawn reading), at the end and right after a fresh draw of its unseen rows, with the verdict of the latter."
+    "Scenarios 2 and 3 of each experiment with a re-drawn reading: at the end and re-drawn, each with its 95% interval, and the verdict of the re-drawn one."
     got = runs[runs["run"].isin(experiments) & runs[f"redrawn_{metric}"].notna()]   # only runs with resets are re-drawn
     out = []
     for run in [e for e in experiments if e in set(got["run"])]:
         for s in ("s2", "s3"):
-            g = got[(got["run"] == run) & (got["scenario"] == s)]
-            end, redrawn, claim = g[metric], g[f"redrawn_{metric}"], CLAIMS[g["variant"].iloc[0]][s]
-            std = lambda x: float(x.std()) if len(x) > 1 else 0.0
-            out.append({"variant": run, "scenario": s, "seeds": len(g), "end_mean": end.mean(), "end_std": std(end),
-                        "redrawn_mean": redrawn.mean(), "redrawn_std": std(redrawn), "paper": claim,
-                        "verdict": verdict(claim, redrawn.mean(), std(redrawn))})
-    return pd.DataFrame(out, columns=["variant", "scenario", "seeds", "end_mean", "end_std", "redrawn_mean", "redrawn_std", "paper", "verdict"])
+            (end, n), (redrawn, _) = scores(got, run, s, metric), scores(got, run, s, f"redrawn_{metric}")
+            e, r, claim = interval(end, n), interval(redrawn, n), CLAIMS[got.loc[got["run"] == run, "variant"].iloc[0]][s]
+            out.append({"variant": run, "scenario": s, "seeds": len(end), "end_mean": e[0], "end_lo": e[1], "end_hi": e[2],
+                        "redrawn_mean": r[0], "redrawn_lo": r[1], "redrawn_hi": r[2], "paper": claim, "verdict": verdict(claim, *r[1:])})
+    return pd.DataFrame(out, columns=["variant", "scenario", "seeds", "end_mean", "end_lo", "end_hi",
+                                      "redrawn_mean", "redrawn_lo", "redrawn_hi", "paper", "verdict"])
 
 def markdown_redrawn(table: pd.DataFrame) -> str:
-    "The re-drawn readings as markdown: a row per experiment; scenarios 2 and 3 at the end and re-drawn."
+    "The re-drawn readings as markdown: a row per experiment; scenarios 2 and 3 at the end and re-drawn, with 95% intervals."
     lines = ["| variant | seeds | scenario 2: at the end | scenario 2: unseen rows re-drawn | scenario 3: at the end | scenario 3: unseen rows re-drawn |",
              "|---|---|---|---|---|---|"]
     for variant, g in table.groupby("variant", sort=False):
-        cells = [f"{r['end_mean']:.2f} ± {r['end_std']:.2f} | {r['redrawn_mean']:.2f} ± {r['redrawn_std']:.2f} (paper: {r['paper']}; {r['verdict']})"
-                 for _, r in g.iterrows()]
+        cells = [f"{fmt_interval(r['end_mean'], r['end_lo'], r['end_hi'])} | {fmt_interval(r['redrawn_mean'], r['redrawn_lo'], r['redrawn_hi'])}"
+                 f" (paper: {r['paper']}; **{r['verdict']}**)" for _, r in g.iterrows()]
         lines.append(f"| {variant} | {g['seeds'].min()} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+# %% ../nbs/09_results.ipynb #7d98a0c4
+def control_table(runs: pd.DataFrame,
+                  controls: dict,      # reset run -> its controls: the same resets stopped early, runs without resets
+                  metric: str = "exact_match") -> pd.DataFrame:
+    "Scenarios 2 and 3 re-drawn: each reset run against each control re-drawn alike, the difference with its 95% interval and `compare`."
+    col, out = f"redrawn_{metric}", []
+    for run, others in controls.items():
+        for control in others:
+            for s in ("s2", "s3"):
+                (a, n), (b, _) = scores(runs, run, s, col), scores(runs, control, s, col)
+                row = {"run": run, "control": control, "scenario": s, "seeds": len(a), "control_seeds": len(b)}
+                if not len(a) or not len(b):   # a control not yet re-drawn: listed, so that the table says what is missing
+                    out.append({**row, "comparison": "no re-drawn reading of " + (run if not len(a) else control)}); continue
+                (ma, la, ha), (mb, lb, hb), (diff, lo, hi) = interval(a, n), interval(b, n), difference(a, b, n)
+                out.append({**row, "mean": ma, "lo": la, "hi": ha, "control_mean": mb, "control_lo": lb, "control_hi": hb,
+                            "diff": diff, "diff_lo": lo, "diff_hi": hi, "comparison": compare(lo, hi)})
+    return pd.DataFrame(out, columns=["run", "control", "scenario", "seeds", "control_seeds", "mean", "lo", "hi", "control_mean",
+                                      "control_lo", "control_hi", "diff", "diff_lo", "diff_hi", "comparison"])
+
+def markdown_controls(table: pd.DataFrame) -> str:
+    "The control table as markdown: a row per (run, control, scenario)."
+    lines = ["| run | control | scenario | run re-drawn | control re-drawn | difference | run against control |", "|---|---|---|---|---|---|---|"]
+    for _, r in table.iterrows():
+        nums = ([fmt_interval(r["mean"], r["lo"], r["hi"]), fmt_interval(r["control_mean"], r["control_lo"], r["control_hi"]),
+                 fmt_interval(r["diff"], r["diff_lo"], r["diff_hi"], sign=True)] if pd.notna(r["diff"]) else ["", "", ""])
+        lines.append(f"| {r['run']} | {r['control']} | {r['scenario'][1]} | " + " | ".join(nums) + f" | **{r['comparison']}** |")
+    return "\n".join(lines)
+
+# %% ../nbs/09_results.ipynb #927ab043
+ROBUST = 0.95   # a seed is robust when its exact match is at least this on every scenario
+
+def robust_seeds(runs: pd.DataFrame, run: str, metric: str = "exact_match") -> tuple:
+    "How many seeds of `run` are robust (at least `ROBUST` on all three scenarios), of how many."
+    by_seed = runs[runs["run"] == run].groupby("seed")[metric].min()
+    return int((by_seed >= ROBUST).sum()), len(by_seed)
+
+def parts_table(runs: pd.DataFrame, parts: dict, metric: str = "exact_match") -> pd.DataFrame:
+    "Each whole recipe against each of its parts (`parts`: whole -> [part, ...]) per scenario: the difference, its 95% interval, `compare`."
+    out = []
+    for whole, others in parts.items():
+        for part in others:
+            for s in ("s1", "s2", "s3"):
+                (a, n), (b, _) = scores(runs, whole, s, metric), scores(runs, part, s, metric)
+                if not len(a) or not len(b): continue          # a run this pipeline did not train
+                (ma, la, ha), (mb, lb, hb), (diff, lo, hi) = interval(a, n), interval(b, n), difference(a, b, n)
+                out.append({"run": whole, "part": part, "scenario": s, "mean": ma, "lo": la, "hi": ha, "part_mean": mb, "part_lo": lb,
+                            "part_hi": hb, "diff": diff, "diff_lo": lo, "diff_hi": hi, "comparison": compare(lo, hi),
+                            "robust": "{} of {}".format(*robust_seeds(runs, whole, metric)),
+                            "part_robust": "{} of {}".format(*robust_seeds(runs, part, metric))})
+    return pd.DataFrame(out, columns=["run", "part", "scenario", "mean", "lo", "hi", "part_mean", "part_lo", "part_hi",
+                                      "diff", "diff_lo", "diff_hi", "comparison", "robust", "part_robust"])
+
+def markdown_parts(table: pd.DataFrame) -> str:
+    "The parts table as markdown: a row per (whole, part, scenario)."
+    lines = ["| run | part | scenario | run | part | difference | run against part | robust seeds (run; part) |", "|---|---|---|---|---|---|---|---|"]
+    for _, r in table.iterrows():
+        lines.append(f"| {r['run']} | {r['part']} | {r['scenario'][1]} | {fmt_interval(r['mean'], r['lo'], r['hi'])} | "
+                     f"{fmt_interval(r['part_mean'], r['part_lo'], r['part_hi'])} | {fmt_interval(r['diff'], r['diff_lo'], r['diff_hi'], sign=True)} | "
+                     f"**{r['comparison']}** | {r['robust']}; {r['part_robust']} |")
+    return "\n".join(lines)
+
+# %% ../nbs/09_results.ipynb #e8012fc4
+DIVERSITY_CLAIMS = {"freeze": "helps", "copy_freeze": "helps", "standard": "does not cure"}   # claim 5's halves, by variant
+GAIN = 0.1   # the smallest gain in exact match, fewest to most seen names, that counts as one
+
+def gain_verdict(half: str, lo: float, hi: float) -> str:
+    "reproduced / not / undecided: a half of claim 5 against the interval of the gain from the fewest to the most seen names."
+    s = side(lo, hi, GAIN)
+    if half == "helps": return {"above": "reproduced", "below": "not", "straddles": "undecided"}[s]
+    if half == "does not cure": return {"below": "reproduced", "above": "not", "straddles": "undecided"}[s]
+    raise ValueError(f"unknown half of claim 5 {half!r}")
+
+# %% ../nbs/09_results.ipynb #39ee0000
+def diversity_table(runs: pd.DataFrame,
+                    sweep: dict,              # variant -> its runs from the fewest to the most seen names
+                    metric: str = "exact_match") -> pd.DataFrame:
+    "Per variant of `sweep` and scenarios 2, 3: the fewest and the most names' scores, the gain with its 95% interval, and on scenario 3 its half's verdict."
+    out = []
+    for variant, names in sweep.items():
+        have = [r for r in names if r in set(runs["run"])]
+        if len(have) < 2: continue                             # no sweep of this variant here
+        fewest, most = have[0], have[-1]
+        for s in ("s2", "s3"):
+            (a, n), (b, _) = scores(runs, most, s, metric), scores(runs, fewest, s, metric)
+            gain, lo, hi = difference(a, b, n)
+            half = DIVERSITY_CLAIMS.get(variant)
+            out.append({"variant": variant, "half": half, "scenario": s, "fewest": fewest, "most": most,
+                        "n_fewest": runs.loc[runs["run"] == fewest, "n_train"].iloc[0], "n_most": runs.loc[runs["run"] == most, "n_train"].iloc[0],
+                        "fewest_mean": float(np.mean(b)), "most_mean": float(np.mean(a)), "gain": gain, "gain_lo": lo, "gain_hi": hi,
+                        "verdict": gain_verdict(half, lo, hi) if half and s == "s3" else ""})   # judged on scenario 3 only
+    return pd.DataFrame(out, columns=["variant", "half", "scenario", "fewest", "most", "n_fewest", "n_most", "fewest_mean",
+                                      "most_mean", "gain", "gain_lo", "gain_hi", "verdict"])
+
+def half_verdicts(table: pd.DataFrame) -> dict:
+    "Each half of claim 5 from its variants' verdicts: all reproduced, all not, partly where they disagree, else undecided."
+    out = {}
+    for half, g in table[table["verdict"] != ""].groupby("half", sort=False):
+        v = set(g["verdict"])
+        out[half] = v.pop() if len(v) == 1 else "partly" if {"reproduced", "not"} <= v else "undecided"
+    return out
+
+# %% ../nbs/09_results.ipynb #0f9b3322
+def markdown_diversity(table: pd.DataFrame) -> str:
+    "The diversity table as markdown, then each half's verdict."
+    lines = ["| variant | claim 5 | scenario | fewest names | most names | gain [95% interval] | verdict |", "|---|---|---|---|---|---|---|"]
+    for _, r in table.iterrows():
+        lines.append(f"| {r['variant']} | {r['half'] or ''} | {r['scenario'][1]} | {r['fewest_mean']:.2f} ({r['n_fewest']}) | "
+                     f"{r['most_mean']:.2f} ({r['n_most']}) | {fmt_interval(r['gain'], r['gain_lo'], r['gain_hi'], sign=True)} | "
+                     + (f"**{r['verdict']}**" if r["verdict"] else "") + " |")
+    halves = half_verdicts(table)
+    return "\n".join(lines) + ("\n\n" + "; ".join(f"*{h}*: **{v}**" for h, v in halves.items()) + "." if halves else "")
+
+# %% ../nbs/09_results.ipynb #6248e7f3
+def all_verdicts(runs: pd.DataFrame, experiments, parts: dict, sweep: dict, metric: str = "exact_match") -> pd.DataFrame:
+    "Every verdict of one draw, a row each: what is judged, the scenario, the estimate (a score, or a difference) and its 95% interval, the verdict."
+    t = results_table(runs, experiments, metric)
+    gap = t["gap"].notna()
+    rows = [t.assign(item=t["variant"], difference=gap, estimate=np.where(gap, t["gap"], t["mean"]), est_lo=np.where(gap, t["gap_lo"], t["lo"]),
+                     est_hi=np.where(gap, t["gap_hi"], t["hi"]))]
+    p = parts_table(runs, parts, metric)
+    rows.append(p.assign(item=p["run"] + " against " + p["part"], difference=True, estimate=p["diff"], est_lo=p["diff_lo"], est_hi=p["diff_hi"],
+                         verdict=p["comparison"]))
+    dt = diversity_table(runs, sweep, metric)
+    dt = dt[dt["verdict"] != ""]
+    rows.append(dt.assign(item="claim 5, " + dt["half"] + ": " + dt["variant"], difference=True, estimate=dt["gain"], est_lo=dt["gain_lo"], est_hi=dt["gain_hi"]))
+    cols = ["item", "scenario", "difference", "estimate", "est_lo", "est_hi", "verdict"]
+    return pd.concat([r[cols] for r in rows if len(r)], ignore_index=True)
+
+def redraw_table(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    "Two draws' `all_verdicts` side by side (what both judged), with whether they `agree`."
+    m = a.merge(b.drop(columns="difference"), on=["item", "scenario"], suffixes=("_a", "_b"))
+    return m.assign(agree=[agree(x, y) for x, y in zip(m["verdict_a"], m["verdict_b"])])
+
+# %% ../nbs/09_results.ipynb #bc40734b
+def markdown_redraw(table: pd.DataFrame, names=("this draw", "the other draw")) -> str:
+    "Two draws' verdicts as markdown, every verdict listed, the ones that do not agree first and said so."
+    fmt = lambda r, k: f"{fmt_interval(r['estimate_' + k], r['est_lo_' + k], r['est_hi_' + k], sign=r['difference'])} {r['verdict_' + k]}"
+    bad = table[~table["agree"]]
+    head = (f"{len(bad)} of {len(table)} verdicts differ between the draws other than as undecided"
+            + (": " + ", ".join(f"{r['item']} scenario {r['scenario'][1]}" for _, r in bad.iterrows()) if len(bad) else "") + ".")
+    lines = [head, "", f"| item | scenario | {names[0]} | {names[1]} | agree |", "|---|---|---|---|---|"]
+    for _, r in pd.concat([bad, table[table["agree"]]]).iterrows():
+        lines.append(f"| {r['item']} | {r['scenario'][1]} | {fmt(r, 'a')} | {fmt(r, 'b')} | {'yes' if r['agree'] else '**no**'} |")
+    return "\n".join(lines)
+
+# %% ../nbs/09_results.ipynb #04f1ad61
+def table_note(metric: str) -> str:
+    "The line above each table: what is measured and how the interval is made."
+    return (f"Greedy decoding, {metric.replace('_', ' ')} on 500 test problems per scenario; mean over seeds [95% interval: t over "
+            "seeds plus the test set's binomial error]; decision rules in nbs/09_results.ipynb and docs/results.md.")
+
+def write_results(runs: pd.DataFrame, experiments, out_dir, metric: str = "exact_match") -> str:
+    "table.csv, redrawn.csv and table.md (the scenarios table, then the re-drawn readings) under `out_dir`; the markdown."
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    table, redrawn = results_table(runs, experiments, metric), redrawn_table(runs, experiments, metric)
+    table.to_csv(out / "table.csv", index=False); redrawn.to_csv(out / "redrawn.csv", index=False)
+    md = markdown_results(table) + (f"\n\nRuns with resets, scenarios 2 and 3 at the end and right after a fresh draw of their unseen rows:"
+                                    f"\n\n{markdown_redrawn(redrawn)}" if len(redrawn) else "")
+    (out / "table.md").write_text(table_note(metric) + "\n\n" + md + "\n")
+    return md
+
+# %% ../nbs/09_results.ipynb #5ae700b4
+def write_comparisons(runs: pd.DataFrame, controls: dict, parts: dict, sweep: dict, out_dir, metric: str = "exact_match") -> str:
+    "controls.csv, parts.csv, diversity.csv and comparisons.md under `out_dir` (the tables that have rows); the markdown."
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    tables = {"controls": (control_table(runs, controls, metric), markdown_controls,
+                           "Runs with resets against their controls, unseen rows re-drawn alike (difference and 95% interval):"),
+              "parts": (parts_table(runs, parts, metric), markdown_parts, "The full recipe against its parts:"),
+              "diversity": (diversity_table(runs, sweep, metric), markdown_diversity,
+                            "Claim 5 in its two halves: the gain from the fewest to the most seen names:")}
+    for name, (frame, _, _) in tables.items(): frame.to_csv(out / f"{name}.csv", index=False)
+    md = "\n\n".join(f"{head}\n\n{to_md(frame)}" for frame, to_md, head in tables.values() if len(frame))
+    (out / "comparisons.md").write_text(table_note(metric) + "\n\n" + md + "\n")
+    return md
+
+# %% ../nbs/09_results.ipynb #67c2ae8b
+def write_verdicts(runs: pd.DataFrame, experiments, parts: dict, sweep: dict, out_dir, redraw=None,
+                   metric: str = "exact_match") -> pd.DataFrame:
+    "verdicts.csv under `out_dir`, and with `redraw` (another draw's runs.csv) redraw.md, every verdict of both; the table of both, or of this draw."
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    verdicts = all_verdicts(runs, experiments, parts, sweep, metric)
+    verdicts.to_csv(out / "verdicts.csv", index=False)
+    if not redraw:
+        (out / "redraw.md").unlink(missing_ok=True)          # no other draw: no comparison left from an earlier run
+        return verdicts
+    both = redraw_table(verdicts, all_verdicts(collect_draw(redraw, runs), experiments, parts, sweep, metric))
+    (out / "redraw.md").write_text(f"Every verdict of these runs against the same rules applied to another draw of the same recipe "
+                                   f"(`{redraw}`, exact match only: no re-drawn readings). Rules: nbs/09_results.ipynb.\n\n"
+                                   + markdown_redraw(both, ("this draw", "other draw")) + "\n")
+    return both
 
 # %% ../nbs/09_results.ipynb #2a0d5333
 BEGIN, END = "<!-- results-table -->", "<!-- /results-table -->"
