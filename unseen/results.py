@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy import stats
+from .figure_files import profile_mark
 
 # %% auto #0
 __all__ = ['CLAIMS', 'N_PROBLEMS', 'THRESHOLDS', 'ROBUST', 'DIVERSITY_CLAIMS', 'GAIN', 'BEGIN', 'END', 'README_BLOCKS',
@@ -352,8 +353,9 @@ def markdown_redraw(table: pd.DataFrame, names=("this draw", "the other draw")) 
 
 # %% ../nbs/09_results.ipynb #04f1ad61
 def table_note(metric: str) -> str:
-    "The line above each table: what is measured and how the interval is made."
-    return (f"Greedy decoding, {metric.replace('_', ' ')} on 500 test problems per scenario; mean over seeds [95% interval: t over "
+    "The line above each table: the profile's mark, what is measured and how the interval is made."
+    mark = profile_mark()
+    return ((f"**{mark[0].upper() + mark[1:]}.** " if mark else "") + f"Greedy decoding, {metric.replace('_', ' ')} on 500 test problems per scenario; mean over seeds [95% interval: t over "
             "seeds plus the test set's binomial error]; decision rules in nbs/09_results.ipynb and docs/results.md.")
 
 def write_results(runs: pd.DataFrame, experiments, out_dir, metric: str = "exact_match") -> str:
