@@ -218,7 +218,7 @@ def test_a_corrupt_checkpoint_is_named_and_the_run_starts_afresh(data, tmp_path,
     from unseen.model import ModelConfig
     from unseen.train import TrainConfig, train
     torch.set_num_threads(1)
-    cfg = TrainConfig(steps=12, batch_size=8, warmup=2, decay_steps=6, log_every=6, checkpoint_every=6, monitor_problems=8)
+    cfg = TrainConfig(compile=False, steps=12, batch_size=8, warmup=2, decay_steps=6, log_every=6, checkpoint_every=6, monitor_problems=8)
     train(data, tmp_path / "fresh", model=ModelConfig(**SMALL), cfg=cfg, progress=False)
     train(data, tmp_path / "r", model=ModelConfig(**SMALL), cfg=cfg, progress=False)
     ckpt = tmp_path / "r/checkpoint"

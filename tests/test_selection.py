@@ -14,7 +14,7 @@ from unseen.train import TrainConfig, train
 
 ROOT = Path(__file__).parents[1]
 SMALL = dict(n_layer=1, d_model=32, n_head=2, d_mlp=64)
-TRIGGER = dict(steps=120, batch_size=16, warmup=5, log_every=10, checkpoint_every=0, monitor_problems=20,
+TRIGGER = dict(compile=False, steps=120, batch_size=16, warmup=5, log_every=10, checkpoint_every=0, monitor_problems=20,
                schedule="trigger", trigger_metric="token_acc", trigger_at=0.35, decay_steps=30, cycles=1)
 
 

@@ -13,8 +13,8 @@ from unseen.tokens import STRUCTURE
 from unseen.train import TrainConfig, train
 
 SMALL = dict(n_layer=2, d_model=64, n_head=4, d_mlp=128)
-CFG = dict(steps=300, batch_size=32, warmup=20, log_every=25, checkpoint_every=20, monitor_problems=16,
-           schedule="cosine", lr=2e-3, min_lr_ratio=0.1, dtype="float32")   # a short cosine run in float32
+CFG = dict(compile=False, steps=300, batch_size=32, warmup=20, log_every=25, checkpoint_every=20, monitor_problems=16,
+           schedule="cosine", lr=2e-3, min_lr_ratio=0.1, dtype="float32")   # a short eager cosine run in float32 (test_train_step.py: compiled)
 
 
 @pytest.fixture(scope="module")

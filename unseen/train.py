@@ -45,7 +45,7 @@ class TrainConfig:
     cycles: int = 5                # trigger: schedules a run may go through; another starts (warm-up, hold, decay) while
     cycle_below: float = 0.98      #   the whole validation split's teacher-forced whole-target accuracy at a decay's end is below this
     grad_clip: float = 1.0         # max gradient norm (0: no clipping)
-    compile: bool = False          # torch.compile the loss and its gradient (params.yaml: true; a CPU needs a C++ compiler, else eager)
+    compile: bool = True           # torch.compile the loss and its gradient (a CPU needs a C++ compiler, else eager; short runs: False)
     answer_weight: float = 1.0     # weight of the answer token (T/F) in the loss; the other targets weigh 1
     dtype: str = "bfloat16"        # float32 | bfloat16 (autocast)
     device: str = "cpu"            # cpu | cuda
