@@ -24,6 +24,20 @@ def test_smoke_params_have_the_keys_of_the_defaults():
     assert _keys(cpu) == _keys(smoke), sorted(_keys(cpu) ^ _keys(smoke))
 
 
+def test_quick_params_have_the_keys_of_the_defaults_and_name_their_own_runs():
+    "params-quick.yaml: params.yaml's keys and recipe, fewer experiments and fine-tuning conditions, each role one of its runs."
+    cpu, quick = (yaml.safe_load((ROOT / f).read_text()) for f in ("params.yaml", "params-quick.yaml"))
+    listed = ("train.experiments.", "finetune.conditions.", "results.controls.", "results.parts.", "results.sweep.", "figures.forgetting.")
+    strip = lambda keys: {k for k in keys if not k.startswith(listed)}
+    assert strip(_keys(cpu)) == strip(_keys(quick)), sorted(strip(_keys(cpu)) ^ strip(_keys(quick)))
+    assert quick["train"]["training"] == cpu["train"]["training"] and quick["train"]["model"] == cpu["train"]["model"]
+    runs = set(quick["train"]["experiments"])
+    assert runs <= set(cpu["train"]["experiments"]) and set(quick["results"]["experiments"]) <= runs
+    figures = quick["figures"]
+    named = [*figures["variants"], *figures["forgetting"], *figures["forgetting"].values(), figures["baseline"], figures["untied"], figures["no_decay"]]
+    assert {n for n in named if n} <= runs and quick["base"]["mark"] == "quick look, 1 seed" and quick["matrix"]["seeds"] == [0]
+
+
 def test_smoke_params_are_toy_scale():
     smoke = yaml.safe_load((ROOT / "params-smoke.yaml").read_text())
     runs = len(smoke["train"]["experiments"]) * len(smoke["matrix"]["seeds"])
