@@ -24,8 +24,8 @@ def save_figure(fig, figures_dir, name: str, data: pd.DataFrame, dpi: int = 120,
     figures_dir = Path(figures_dir); figures_dir.mkdir(parents=True, exist_ok=True)
     paths = [figures_dir / f"{name}.{ext}" for ext in ("png", "pdf", "csv")]
     partials = [p.with_name(f".{p.name}.partial") for p in paths]   # a full disk midway leaves no figure that looks complete
-    if mark := profile_mark():
-        fig.text(0.995, 0.995, mark, ha="right", va="top", fontsize=10, fontweight="bold", color="crimson")
+    if mark := profile_mark():   # above the canvas, clear of every title; the tight box takes it in
+        fig.text(0.995, 1.0, mark, ha="right", va="bottom", fontsize=10, fontweight="bold", color="crimson"); tight = True
     try:
         # `tight` crops the canvas to what is drawn; `dpi` changes the PNG only (a PDF is vector)
         for path, ext in zip(partials[:2], ("png", "pdf")): fig.savefig(path, format=ext, dpi=dpi, bbox_inches="tight" if tight else None)
