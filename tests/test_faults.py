@@ -357,6 +357,9 @@ def test_duplicate_seeds_are_refused(clone):
         repro_main(["--no-progress"])
     assert "matrix.seeds is [0, 0]: seed 0 is listed twice" in str(e.value.code)
     assert "seed 0 is listed twice" in _first_line(["evaluate", "-p", "run=standard"])   # a matrix cell that dvc repro runs
+    # plain `dvc repro` with nothing else changed: the changed list reruns generate (it tracks matrix.seeds), which refuses it
+    assert "matrix.seeds" in yaml.safe_load(Path("dvc.yaml").read_text())["stages"]["generate"]["params"]
+    assert "seed 0 is listed twice" in _first_line(["generate"])
 
 
 def _fake_notebook(writes):

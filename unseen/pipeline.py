@@ -297,7 +297,9 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
     defaults = notebook_parameters(notebook)
     matrix = tuple(dvc_stage(name, root).get("matrix") or ())
     params = load_params(root / params_file)
-    if matrix: check_matrix(params)   # a seed listed twice is one DVC cell: said here too, when `dvc repro` runs a cell
+    # a seed listed twice is one DVC cell, and DVC calls the pipeline up to date: generate tracks matrix.seeds (dvc.yaml),
+    # so that any change to the list runs it, and it refuses the duplicate, as every matrix cell does
+    if matrix or name == "generate": check_matrix(params)
     parameters = stage_parameters(name, params, defaults, overrides, matrix)
     out = root / "runs" / "notebooks" / f"{name}{'-' + tag if tag else ''}.ipynb"
     # a run by hand elsewhere (-p out_dir=DIR) keeps its weights there too, unless -p weights_dir says otherwise
