@@ -9,7 +9,7 @@ BIN = Path(sys.executable).parent
 # The smoke profile (params-smoke.yaml): the keys of params.yaml at toy scale.
 SMOKE = yaml.safe_load((ROOT / "params-smoke.yaml").read_text())
 # What makes a run small, per section: the smoke values of these keys put over another parameters file (params-paper.yaml)
-SCALE = {"base": ["n_train"], "generate": ["train_problems", "test_problems"], "matrix": ["seeds"],
+SCALE = {"base": ["n_train"], "generate": ["train_problems", "test_problems"], "matrix": ["seeds", "more"],
          "train": ["model", "intervention", "training", "experiments"], "figures": ["baseline"],
          "finetune": ["model", "n_seeds", "eval_problems", "problem", "training"]}
 

@@ -423,6 +423,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'unseen.model.rotary_tables': ('model.html#rotary_tables', 'unseen/model.py'),
                               'unseen.model.sinusoidal': ('model.html#sinusoidal', 'unseen/model.py')},
             'unseen.pipeline': { 'unseen.pipeline._check_run': ('pipeline.html#_check_run', 'unseen/pipeline.py'),
+                                 'unseen.pipeline._check_seeds': ('pipeline.html#_check_seeds', 'unseen/pipeline.py'),
                                  'unseen.pipeline._component': ('pipeline.html#_component', 'unseen/pipeline.py'),
                                  'unseen.pipeline._exempt': ('pipeline.html#_exempt', 'unseen/pipeline.py'),
                                  'unseen.pipeline._overlaps': ('pipeline.html#_overlaps', 'unseen/pipeline.py'),

@@ -11,7 +11,7 @@ import torch.nn as nn
 from tqdm.auto import tqdm
 from .tokens import Vocab, Sequences, PAD, EOS, COMMA, DOT, QMARK, EQUALS, TRUE, FALSE, COT_FORMATS, SCENARIOS
 from .datasets import load_sequences, load_metadata
-from .interventions import redraw_rows, variant_settings
+from .interventions import redraw_rows
 from .scoring import length_groups, model_device, eval_mode, teacher_forced
 from .train import first_problems
 
@@ -224,12 +224,13 @@ def evaluate_redrawn(model: nn.Module, data_dir, seed: int = 0, batch_size: int 
     scenarios = evaluate_scenarios(fresh, data_dir, batch_size=batch_size, device=device, scenarios=("s2", "s3"))
     return {f"{s}_redrawn": r for s, r in scenarios.items()}
 
-def evaluate_run(model: nn.Module, data_dir, variant: str, seed: int = 0, batch_size: int = 256, device=None) -> tuple:
-    "`(valid, decoded, diagnosis)` of a model trained as `variant`: `decoded` holds each scenario, and `evaluate_redrawn` for a variant with resets."
+def evaluate_run(model: nn.Module, data_dir, seed: int = 0, batch_size: int = 256, device=None) -> tuple:
+    "`(valid, decoded, diagnosis)` of a trained model: `decoded` holds each scenario and `evaluate_redrawn`'s (unseen rows drawn from `seed`)."
     decoded = evaluate_scenarios(model, data_dir, batch_size=batch_size, device=device)
     diagnosis = diagnose_scenarios(model, data_dir, batch_size=batch_size, device=device)
     valid = evaluate(model, load_sequences(Path(data_dir) / "valid.safetensors"), batch_size=batch_size, device=device)
-    if variant_settings(variant)[1].reset_every: decoded.update(evaluate_redrawn(model, data_dir, seed, batch_size, device))
+    # every variant is re-drawn: a run without resets is the control of those with them
+    decoded.update(evaluate_redrawn(model, data_dir, seed, batch_size, device))
     return valid, decoded, diagnosis
 
 def evaluate_fit(model: nn.Module, data_dir, problems: int, batch_size: int = 256, device=None) -> dict:

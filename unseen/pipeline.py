@@ -60,18 +60,37 @@ def set_key(params: dict, key: str, value, where: str = "-p"):
     node[leaf] = deep_merge(node[leaf], value) if isinstance(value, dict) and isinstance(node.get(leaf), dict) else value
 
 # %% ../nbs/10_pipeline.ipynb #e4e26046
-def check_matrix(params: dict):
-    "Raise a one-line `ValueError` unless `matrix.seeds` lists distinct seeds and `train.experiments` names experiments with plain names."
-    seeds = (params.get("matrix") or {}).get("seeds") if isinstance(params.get("matrix"), dict) else None
-    if not isinstance(seeds, list) or not seeds:
-        raise ValueError(f"params.yaml matrix.seeds is {seeds!r}: list at least one seed, e.g. seeds: [0]")
-    for seed in seeds: check_value("matrix.seeds[]", seed, "int", 0)
+def _check_seeds(where: str, seeds, allow_empty: bool = False):
+    "Raise a one-line `ValueError` unless `seeds` is a list of distinct seeds (at least one, unless `allow_empty`)."
+    if not isinstance(seeds, list) or not (seeds or allow_empty):
+        raise ValueError(f"params.yaml {where} is {seeds!r}: list at least one seed, e.g. seeds: [0]")
+    for seed in seeds: check_value(f"{where}[]", seed, "int", 0)
     if len(set(seeds)) < len(seeds):   # DVC would run one cell for both and call the pipeline up to date
-        raise ValueError(f"params.yaml matrix.seeds is {seeds}: seed {next(s for s in seeds if seeds.count(s) > 1)} is listed twice; list each seed once")
+        raise ValueError(f"params.yaml {where} is {seeds}: seed {next(s for s in seeds if seeds.count(s) > 1)} is listed twice; list each seed once")
+
+def check_matrix(params: dict):
+    "Raise a one-line `ValueError` unless the seeds of `matrix` are distinct and `train.experiments` names experiments with plain names."
+    matrix = params.get("matrix") if isinstance(params.get("matrix"), dict) else {}
+    seeds = matrix.get("seeds")
+    _check_seeds("matrix.seeds", seeds)
     experiments = (params.get("train") or {}).get("experiments") if isinstance(params.get("train"), dict) else None
     if not isinstance(experiments, dict) or not experiments:
         raise ValueError(f"params.yaml train.experiments is {experiments!r}: name at least one experiment, e.g. standard: {{variant: standard}}")
     for name in experiments: check_name("train.experiments", name)
+    # matrix.more: further seeds for some experiments (the train-more and evaluate-more matrices of dvc.yaml)
+    more = matrix.get("more")
+    if not isinstance(more, dict) or set(more) != {"seeds", "experiments"}:
+        raise ValueError(f"params.yaml matrix.more is {more!r}: expected {{seeds: [...], experiments: [...]}} (both may be empty)")
+    _check_seeds("matrix.more.seeds", more["seeds"], allow_empty=True)
+    if both := sorted(set(seeds) & set(more["seeds"])):
+        raise ValueError(f"params.yaml matrix.more.seeds lists seed {both[0]}, which matrix.seeds has already; list each seed once")
+    if not isinstance(more["experiments"], list):
+        raise ValueError(f"params.yaml matrix.more.experiments is {more['experiments']!r}: expected a list of experiment names")
+    for name in more["experiments"]:
+        if name not in experiments:
+            raise ValueError(f"params.yaml matrix.more.experiments names {name!r}, which is not in train.experiments")
+    if len(set(more["experiments"])) < len(more["experiments"]):
+        raise ValueError(f"params.yaml matrix.more.experiments lists an experiment twice: {more['experiments']}")
 
 # %% ../nbs/10_pipeline.ipynb #349402a4
 EXPERIMENT_KEYS = ("n_train", "model", "intervention", "training")   # what an experiment may set beside its variant
