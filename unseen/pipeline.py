@@ -12,8 +12,9 @@ from .config import check_finite, check_name, check_value
 # %% auto #0
 __all__ = ['RUN_SETTINGS', 'EXPERIMENT_KEYS', 'BASE_CHECKS', 'SHARED', 'OUTPUT_DIRS', 'MARKER', 'NEVER', 'load_params',
            'notebook_parameters', 'declared_parameters', 'deep_merge', 'set_key', 'check_matrix', 'stage_parameters',
-           'pipeline_call', 'dvc_stage', 'stage_outputs', 'tracked_outputs', 'check_by_hand', 'declared_outputs',
-           'check_place', 'check_out_dir', 'output_dir', 'writing', 'run_stage', 'parse_overrides', 'main']
+           'pipeline_call', 'dvc_stage', 'stage_outputs', 'tracked_outputs', 'check_by_hand', 'stage_notebook',
+           'declared_outputs', 'check_place', 'check_out_dir', 'output_dir', 'writing', 'run_stage', 'parse_overrides',
+           'main']
 
 # %% ../nbs/10_pipeline.ipynb #29a1ab7f
 RUN_SETTINGS = ("threads", "isolate", "chunk_rows")   # how a stage runs (cores, processes, block size), not what it computes
@@ -206,11 +207,16 @@ def check_by_hand(name: str, parameters: dict, defaults: dict, notebook_out: str
 MARKER = ".unseen-stage"   # in an output directory outside the pipeline's layout: the name of the stage that wrote it
 NEVER = (".git", ".dvc")   # git's and DVC's own files: no stage writes there
 
+def stage_notebook(name: str, stage: dict) -> str:
+    "The stage notebook that DVC stage `name` runs (`unseen-stage train ...` -> `train`; `train-more` runs it too), else `name`."
+    words = str(stage.get("cmd") or "").split()
+    return words[1] if len(words) > 1 and words[0] == "unseen-stage" else name
+
 def declared_outputs(root=".") -> dict:
-    "Each output `dvc.yaml` declares (`${item.KEY}` left in), with its stage's name."
+    "Each output `dvc.yaml` declares (`${item.KEY}` left in), with the stage notebook that writes it."
     path = Path(root) / "dvc.yaml"
     stages = ((yaml.safe_load(path.read_text()) or {}).get("stages") or {}) if path.exists() else {}
-    return {(o if isinstance(o, str) else next(iter(o))): name for name, stage in stages.items()
+    return {(o if isinstance(o, str) else next(iter(o))): stage_notebook(name, stage) for name, stage in stages.items()
             for kind in ("outs", "metrics", "plots") for o in stage.get(kind) or []}
 
 def _component(pattern: str) -> str:
