@@ -27,7 +27,7 @@ def test_smoke_params_have_the_keys_of_the_defaults():
 def test_quick_params_have_the_keys_of_the_defaults_and_name_their_own_runs():
     "params-quick.yaml: params.yaml's keys and recipe, fewer experiments and fine-tuning conditions, each role one of its runs."
     cpu, quick = (yaml.safe_load((ROOT / f).read_text()) for f in ("params.yaml", "params-quick.yaml"))
-    listed = ("train.experiments.", "finetune.conditions.", "results.controls.", "results.parts.", "results.sweep.", "figures.forgetting.")
+    listed = ("train.experiments.", "finetune.conditions.", "results.controls.", "results.parts.", "results.sweep.", "results.length.", "figures.forgetting.")
     strip = lambda keys: {k for k in keys if not k.startswith(listed)}
     assert strip(_keys(cpu)) == strip(_keys(quick)), sorted(strip(_keys(cpu)) ^ strip(_keys(quick)))
     assert quick["train"]["training"] == cpu["train"]["training"] and quick["train"]["model"] == cpu["train"]["model"]

@@ -513,6 +513,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'unseen.results.markdown_redraw': ('results.html#markdown_redraw', 'unseen/results.py'),
                                 'unseen.results.markdown_redrawn': ('results.html#markdown_redrawn', 'unseen/results.py'),
                                 'unseen.results.markdown_results': ('results.html#markdown_results', 'unseen/results.py'),
+                                'unseen.results.pair_table': ('results.html#pair_table', 'unseen/results.py'),
                                 'unseen.results.parts_table': ('results.html#parts_table', 'unseen/results.py'),
                                 'unseen.results.readme_main': ('results.html#readme_main', 'unseen/results.py'),
                                 'unseen.results.redraw_table': ('results.html#redraw_table', 'unseen/results.py'),

@@ -9,16 +9,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy import stats
+from .interventions import variant_settings
 from .figure_files import profile_mark
 
 # %% auto #0
 __all__ = ['CLAIMS', 'N_PROBLEMS', 'THRESHOLDS', 'ROBUST', 'DIVERSITY_CLAIMS', 'GAIN', 'BEGIN', 'END', 'README_BLOCKS',
            'seed_parts', 't_interval', 'interval', 'difference', 'side', 'verdict', 'compare', 'agree', 'run_files',
            'collect', 'collect_draw', 'scores', 'results_table', 'fmt_interval', 'markdown_results', 'redrawn_table',
-           'markdown_redrawn', 'control_table', 'markdown_controls', 'robust_seeds', 'parts_table', 'markdown_parts',
-           'gain_verdict', 'diversity_table', 'half_verdicts', 'markdown_diversity', 'all_verdicts', 'redraw_table',
-           'markdown_redraw', 'table_note', 'write_results', 'write_comparisons', 'write_verdicts', 'update_readme',
-           'readme_main']
+           'markdown_redrawn', 'pair_table', 'control_table', 'markdown_controls', 'robust_seeds', 'parts_table',
+           'markdown_parts', 'gain_verdict', 'diversity_table', 'half_verdicts', 'markdown_diversity', 'all_verdicts',
+           'redraw_table', 'markdown_redraw', 'table_note', 'write_results', 'write_comparisons', 'write_verdicts',
+           'update_readme', 'readme_main']
 
 # %% ../nbs/09_results.ipynb #5fdac633
 CLAIMS = {   # variant (unseen.interventions.VARIANTS) -> the paper's claim for each scenario
@@ -184,15 +185,19 @@ def markdown_results(table: pd.DataFrame) -> str:
 
 # %% ../nbs/09_results.ipynb #7e4d53e0
 def redrawn_table(runs: pd.DataFrame, experiments, metric: str = "exact_match") -> pd.DataFrame:
-    "Scenarios 2 and 3 of each experiment with a re-drawn reading: at the end and re-drawn, each with its 95% interval, and the verdict of the re-drawn one."
-    got = runs[runs["run"].isin(experiments) & runs[f"redrawn_{metric}"].notna()]   # only runs with resets are re-drawn
+    "Scenarios 2 and 3 of each experiment with a re-drawn reading: at the end and re-drawn, each with its 95% interval; a verdict for runs with resets."
+    got = runs[runs["run"].isin(experiments) & runs[f"redrawn_{metric}"].notna()]
     out = []
     for run in [e for e in experiments if e in set(got["run"])]:
         for s in ("s2", "s3"):
             (end, n), (redrawn, _) = scores(got, run, s, metric), scores(got, run, s, f"redrawn_{metric}")
-            e, r, claim = interval(end, n), interval(redrawn, n), CLAIMS[got.loc[got["run"] == run, "variant"].iloc[0]][s]
+            variant = got.loc[got["run"] == run, "variant"].iloc[0]
+            e, r, claim = interval(end, n), interval(redrawn, n), CLAIMS[variant][s]
+            # a run without resets is the control of a re-draw: the claims are about the resets, so no verdict of its own
+            judged = variant_settings(variant)[1].reset_every > 0
             out.append({"variant": run, "scenario": s, "seeds": len(end), "end_mean": e[0], "end_lo": e[1], "end_hi": e[2],
-                        "redrawn_mean": r[0], "redrawn_lo": r[1], "redrawn_hi": r[2], "paper": claim, "verdict": verdict(claim, *r[1:])})
+                        "redrawn_mean": r[0], "redrawn_lo": r[1], "redrawn_hi": r[2], "paper": claim if judged else "control",
+                        "verdict": verdict(claim, *r[1:]) if judged else ""})
     return pd.DataFrame(out, columns=["variant", "scenario", "seeds", "end_mean", "end_lo", "end_hi",
                                       "redrawn_mean", "redrawn_lo", "redrawn_hi", "paper", "verdict"])
 
@@ -202,28 +207,38 @@ def markdown_redrawn(table: pd.DataFrame) -> str:
              "|---|---|---|---|---|---|"]
     for variant, g in table.groupby("variant", sort=False):
         cells = [f"{fmt_interval(r['end_mean'], r['end_lo'], r['end_hi'])} | {fmt_interval(r['redrawn_mean'], r['redrawn_lo'], r['redrawn_hi'])}"
-                 f" (paper: {r['paper']}; **{r['verdict']}**)" for _, r in g.iterrows()]
+                 + (f" (paper: {r['paper']}; **{r['verdict']}**)" if r["verdict"] else " (control)") for _, r in g.iterrows()]
         lines.append(f"| {variant} | {g['seeds'].min()} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 # %% ../nbs/09_results.ipynb #7d98a0c4
+def pair_table(runs: pd.DataFrame,
+               pairs: dict,           # run -> the runs it is set against
+               column: str,           # the score compared: exact_match, redrawn_exact_match, ...
+               scenarios=("s1", "s2", "s3"),
+               missing: str = "") -> pd.DataFrame:
+    "Each run against each of its `pairs` per scenario: both means with 95% intervals, the difference with its interval and `compare`."
+    out = []
+    for run, others in pairs.items():
+        for other in others:
+            for s in scenarios:
+                (a, n), (b, _) = scores(runs, run, s, column), scores(runs, other, s, column)
+                row = {"run": run, "against": other, "scenario": s, "seeds": len(a), "against_seeds": len(b)}
+                if not len(a) or not len(b):   # listed when `missing` names what is absent, so that the table says so; else left out
+                    if missing: out.append({**row, "comparison": f"no {missing} of " + (run if not len(a) else other)})
+                    continue
+                (ma, la, ha), (mb, lb, hb), (diff, lo, hi) = interval(a, n), interval(b, n), difference(a, b, n)
+                out.append({**row, "mean": ma, "lo": la, "hi": ha, "against_mean": mb, "against_lo": lb, "against_hi": hb,
+                            "diff": diff, "diff_lo": lo, "diff_hi": hi, "comparison": compare(lo, hi)})
+    return pd.DataFrame(out, columns=["run", "against", "scenario", "seeds", "against_seeds", "mean", "lo", "hi", "against_mean",
+                                      "against_lo", "against_hi", "diff", "diff_lo", "diff_hi", "comparison"])
+
 def control_table(runs: pd.DataFrame,
                   controls: dict,      # reset run -> its controls: the same resets stopped early, runs without resets
                   metric: str = "exact_match") -> pd.DataFrame:
     "Scenarios 2 and 3 re-drawn: each reset run against each control re-drawn alike, the difference with its 95% interval and `compare`."
-    col, out = f"redrawn_{metric}", []
-    for run, others in controls.items():
-        for control in others:
-            for s in ("s2", "s3"):
-                (a, n), (b, _) = scores(runs, run, s, col), scores(runs, control, s, col)
-                row = {"run": run, "control": control, "scenario": s, "seeds": len(a), "control_seeds": len(b)}
-                if not len(a) or not len(b):   # a control not yet re-drawn: listed, so that the table says what is missing
-                    out.append({**row, "comparison": "no re-drawn reading of " + (run if not len(a) else control)}); continue
-                (ma, la, ha), (mb, lb, hb), (diff, lo, hi) = interval(a, n), interval(b, n), difference(a, b, n)
-                out.append({**row, "mean": ma, "lo": la, "hi": ha, "control_mean": mb, "control_lo": lb, "control_hi": hb,
-                            "diff": diff, "diff_lo": lo, "diff_hi": hi, "comparison": compare(lo, hi)})
-    return pd.DataFrame(out, columns=["run", "control", "scenario", "seeds", "control_seeds", "mean", "lo", "hi", "control_mean",
-                                      "control_lo", "control_hi", "diff", "diff_lo", "diff_hi", "comparison"])
+    table = pair_table(runs, controls, f"redrawn_{metric}", ("s2", "s3"), missing="re-drawn reading")
+    return table.rename(columns=lambda c: c.replace("against", "control"))
 
 def markdown_controls(table: pd.DataFrame) -> str:
     "The control table as markdown: a row per (run, control, scenario)."
@@ -243,24 +258,16 @@ def robust_seeds(runs: pd.DataFrame, run: str, metric: str = "exact_match") -> t
     return int((by_seed >= ROBUST).sum()), len(by_seed)
 
 def parts_table(runs: pd.DataFrame, parts: dict, metric: str = "exact_match") -> pd.DataFrame:
-    "Each whole recipe against each of its parts (`parts`: whole -> [part, ...]) per scenario: the difference, its 95% interval, `compare`."
-    out = []
-    for whole, others in parts.items():
-        for part in others:
-            for s in ("s1", "s2", "s3"):
-                (a, n), (b, _) = scores(runs, whole, s, metric), scores(runs, part, s, metric)
-                if not len(a) or not len(b): continue          # a run this pipeline did not train
-                (ma, la, ha), (mb, lb, hb), (diff, lo, hi) = interval(a, n), interval(b, n), difference(a, b, n)
-                out.append({"run": whole, "part": part, "scenario": s, "mean": ma, "lo": la, "hi": ha, "part_mean": mb, "part_lo": lb,
-                            "part_hi": hb, "diff": diff, "diff_lo": lo, "diff_hi": hi, "comparison": compare(lo, hi),
-                            "robust": "{} of {}".format(*robust_seeds(runs, whole, metric)),
-                            "part_robust": "{} of {}".format(*robust_seeds(runs, part, metric))})
-    return pd.DataFrame(out, columns=["run", "part", "scenario", "mean", "lo", "hi", "part_mean", "part_lo", "part_hi",
-                                      "diff", "diff_lo", "diff_hi", "comparison", "robust", "part_robust"])
+    "Each whole recipe against each of its parts (`parts`: whole -> [part, ...]) per scenario: the difference, its 95% interval, `compare`, robust seeds."
+    table = pair_table(runs, parts, metric).drop(columns=["seeds", "against_seeds"])   # a run this pipeline did not train: left out
+    table = table.rename(columns=lambda c: c.replace("against", "part"))
+    robust = lambda run: "{} of {}".format(*robust_seeds(runs, run, metric))
+    return table.assign(robust=[robust(r) for r in table["run"]], part_robust=[robust(r) for r in table["part"]])
 
-def markdown_parts(table: pd.DataFrame) -> str:
-    "The parts table as markdown: a row per (whole, part, scenario)."
-    lines = ["| run | part | scenario | run | part | difference | run against part | robust seeds (run; part) |", "|---|---|---|---|---|---|---|---|"]
+def markdown_parts(table: pd.DataFrame, head=("run", "part")) -> str:
+    "The parts table as markdown: a row per (whole, part, scenario); `head` names the two columns (e.g. a run and its control)."
+    a, b = head
+    lines = [f"| run | {b} | scenario | {a} | {b} | difference | {a} against {b} | robust seeds ({a}; {b}) |", "|---|---|---|---|---|---|---|---|"]
     for _, r in table.iterrows():
         lines.append(f"| {r['run']} | {r['part']} | {r['scenario'][1]} | {fmt_interval(r['mean'], r['lo'], r['hi'])} | "
                      f"{fmt_interval(r['part_mean'], r['part_lo'], r['part_hi'])} | {fmt_interval(r['diff'], r['diff_lo'], r['diff_hi'], sign=True)} | "
@@ -369,14 +376,18 @@ def write_results(runs: pd.DataFrame, experiments, out_dir, metric: str = "exact
     return md
 
 # %% ../nbs/09_results.ipynb #5ae700b4
-def write_comparisons(runs: pd.DataFrame, controls: dict, parts: dict, sweep: dict, out_dir, metric: str = "exact_match") -> str:
-    "controls.csv, parts.csv, diversity.csv and comparisons.md under `out_dir` (the tables that have rows); the markdown."
+def write_comparisons(runs: pd.DataFrame, controls: dict, parts: dict, sweep: dict, out_dir, metric: str = "exact_match",
+                      length: dict | None = None) -> str:
+    "controls.csv, parts.csv, diversity.csv, length.csv and comparisons.md under `out_dir` (the tables that have rows); the markdown."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     tables = {"controls": (control_table(runs, controls, metric), markdown_controls,
                            "Runs with resets against their controls, unseen rows re-drawn alike (difference and 95% interval):"),
               "parts": (parts_table(runs, parts, metric), markdown_parts, "The full recipe against its parts:"),
               "diversity": (diversity_table(runs, sweep, metric), markdown_diversity,
-                            "Claim 5 in its two halves: the gain from the fewest to the most seen names:")}
+                            "Claim 5 in its two halves: the gain from the fewest to the most seen names:"),
+              "length": (parts_table(runs, length or {}, metric), lambda t: markdown_parts(t, ("longer run", "control")),
+                         "Claim 5's training-length control: a run trained to a fixed budget against the same run stopped "
+                         "when its validation split is learned:")}
     for name, (frame, _, _) in tables.items(): frame.to_csv(out / f"{name}.csv", index=False)
     md = "\n\n".join(f"{head}\n\n{to_md(frame)}" for frame, to_md, head in tables.values() if len(frame))
     (out / "comparisons.md").write_text(table_note(metric) + "\n\n" + md + "\n")
