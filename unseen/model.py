@@ -229,6 +229,29 @@ class CopyHead(nn.Module):
         if record: self.pattern = pattern.detach()
         return pattern, idx
 
+    def read_out(self, h, idx, wte: nn.Embedding, lm_head: nn.Linear, pick, cache: dict | None = None, record=False):
+        "The model's output with this head's copies, at the positions `pick` keeps: logits, or log-probabilities for the mixture."
+        pattern, ids = self(h, idx, wte.weight, cache, record)
+        if self.cfg.copy == "embed": return self.embed_read_out(h, pattern, ids, wte, lm_head, pick)
+        ids = ids[:, None, :].expand(pattern.shape)                              # (B, T, T_total): id of each attended token
+        pattern, ids, h = pick(pattern), pick(ids), pick(h)                      # h: (B, T, C) or (N, C)
+        scattered = torch.zeros(*pattern.shape[:-1], self.cfg.vocab_size, device=h.device, dtype=pattern.dtype)
+        scattered.scatter_add_(-1, ids, pattern)                                 # (B, T, V) or (N, V): the pattern on the vocabulary
+        if self.cfg.copy == "pointer": return lm_head(h) + self.gain * scattered
+        return self.mixture_read_out(h, scattered, lm_head)
+
+    def embed_read_out(self, h, pattern, ids, wte: nn.Embedding, lm_head: nn.Linear, pick):
+        "`embed`: the attended tokens' embeddings, weighted by the pattern, added to the residual before the read-out."
+        copied = pattern @ wte(ids)                                              # (B, T, C): sum_s p_ts W_E[x_s]
+        return lm_head(pick(h + self.gain * copied))
+
+    def mixture_read_out(self, h, scattered, lm_head: nn.Linear):
+        "`mixture`: a gated mixture of the copy distribution and the read-out's softmax, as log-probabilities."
+        # in float32 even under bf16 autocast: near 1, bf16 rounds a probability's log to 0
+        gate = torch.sigmoid(self.gate(h).float())                               # (B, T, 1) or (N, 1)
+        mixed = gate * scattered.float() + (1 - gate) * lm_head(h).float().softmax(-1)  # (B, T, V) or (N, V): sums to 1
+        return mixed.clamp_min(1e-30).log()                                      # floored where both are 0
+
 # %% ../nbs/02_model.ipynb #bb9f505c
 class Transformer(nn.Module):
     "Decoder-only transformer for the logic task."
@@ -283,19 +306,7 @@ class Transformer(nn.Module):
         # wasted work, and with a large vocabulary it is most of the step.
         pick = (lambda t: t[at] if at.dtype == torch.bool else t.flatten(0, 1)[at]) if at is not None else (lambda t: t)  # (B, T, ...) -> (N, ...)
         if self.copy is None: return self.lm_head(pick(h))                      # (B, T, V) or (N, V)
-        pattern, ids = self.copy(h, idx, self.wte.weight, cache[-1] if cache is not None else None, record)
-        if self.cfg.copy == "embed":
-            copied = pattern @ self.wte(ids)                                     # (B, T, C): sum_s p_ts W_E[x_s]
-            return self.lm_head(pick(h + self.copy.gain * copied))
-        ids = ids[:, None, :].expand(B, T, ids.shape[1])                         # (B, T, T_total): id of each attended token
-        pattern, ids, h = pick(pattern), pick(ids), pick(h)                      # h: (B, T, C) or (N, C)
-        scattered = torch.zeros(*pattern.shape[:-1], self.cfg.vocab_size, device=idx.device, dtype=pattern.dtype)
-        scattered.scatter_add_(-1, ids, pattern)                                 # (B, T, V) or (N, V)
-        if self.cfg.copy == "pointer": return self.lm_head(h) + self.copy.gain * scattered
-        # the mixture in float32 even under bf16 autocast: near 1, bf16 rounds a probability's log to 0
-        gate = torch.sigmoid(self.copy.gate(h).float())                          # (B, T, 1) or (N, 1)
-        mixed = gate * scattered.float() + (1 - gate) * self.lm_head(h).float().softmax(-1)  # (B, T, V) or (N, V): sums to 1
-        return mixed.clamp_min(1e-30).log()                                      # log-probabilities, floored where both are 0
+        return self.copy.read_out(h, idx, self.wte, self.lm_head, pick, cache[-1] if cache is not None else None, record)
 
     def new_cache(self):
         "An empty decoding cache: one dict per block, plus one for the copy head."

@@ -24,7 +24,8 @@ from .config import check_fields
 # %% auto #0
 __all__ = ['ANSWERS', 'TrainConfig', 'batch_at', 'batch_from', 'packed_batch', 'target_loss', 'compiled', 'collapse_stats',
            'save_weights', 'load_model', 'save_checkpoint', 'load_checkpoint', 'build_optimizer', 'monitor',
-           'fingerprint', 'train', 'first_problems']
+           'fingerprint', 'RunState', 'step_function', 'first_problems', 'training_vocab', 'build_run', 'monitor_sets',
+           'another_cycle', 'finish_run', 'train']
 
 # %% ../nbs/04_train.ipynb #968d8e5c
 @dataclass(frozen=True)
@@ -240,6 +241,116 @@ def fingerprint(*configs) -> str:
     text = json.dumps([dataclasses.asdict(c) if dataclasses.is_dataclass(c) else c for c in configs], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+# %% ../nbs/04_train.ipynb #a1c0de02
+@dataclass
+class RunState:
+    "Where a run stands: its step, the schedule's cycle and trigger, and the loss summed since the last log row."
+    step: int = 0
+    cycle: int = 1                  # the schedule's pass
+    cycle_start: int = 0            # the step before the cycle began
+    trigger: int | None = None      # the step its decay began at; None while the learning rate is held
+    triggered: bool = False         # whether validation started the decay (else the cap did)
+    running: float = 0.0            # the loss summed since the last log row
+    seen: int = 0                   # the steps summed in `running`
+
+    def end(self, cfg: TrainConfig) -> int:
+        "The step the current cycle ends at: its trigger's decay, or its cap."
+        cap = self.cycle_start + cfg.steps
+        return cap if self.trigger is None else min(cap, self.trigger + cfg.decay_steps)
+
+    def lr(self, cfg: TrainConfig) -> float: return cfg.lr_at(self.step, self.trigger, self.cycle_start)
+
+    def decide_trigger(self, cfg: TrainConfig, row: dict | None = None):
+        "Start the decay at this step if the log `row`'s validation reaches the trigger, or the cycle its cap."
+        if cfg.schedule != "trigger" or self.trigger is not None: return
+        if row is not None and row[f"valid_{cfg.trigger_metric}"] >= cfg.trigger_at: self.trigger, self.triggered = self.step, True
+        elif self.step - self.cycle_start >= cfg.steps - cfg.decay_steps: self.trigger = self.step
+
+    def next_cycle(self):
+        "Go through the schedule again from this step: warm-up, hold, decay."
+        self.cycle, self.cycle_start, self.trigger, self.triggered = self.cycle + 1, self.step, None, False
+
+    def saved(self, rows: list) -> dict:
+        "What a checkpoint keeps beside the weights: this state and the log so far (DVC deletes a stage's log before a rerun)."
+        return {"running": self.running, "seen": self.seen, "rows": rows, "trigger": self.trigger, "triggered": self.triggered,
+                "cycle": self.cycle, "cycle_start": self.cycle_start}
+
+    @classmethod
+    def resumed(cls, step: int, saved: dict):
+        "The state a checkpoint at `step` saved (`saved`), or a new run's at step 0."
+        return cls(step, **{k: saved[k] for k in ("cycle", "cycle_start", "trigger", "triggered", "running", "seen") if k in saved})
+
+# %% ../nbs/04_train.ipynb #a1c0de05
+def step_function(net, opt, cfg: TrainConfig):
+    "`step(inputs, labels, lr) -> loss`: one optimiser step of `net` at `lr` (packed batch, compiled loss under autocast, clipped gradient)."
+    autocast = torch.autocast(cfg.device.split(":")[0], dtype=torch.bfloat16) if cfg.dtype == "bfloat16" else contextlib.nullcontext()
+    loss_of = compiled(target_loss, cfg.compile)
+    def step(inputs, labels, lr: float):
+        for g in opt.param_groups: g["lr"] = lr
+        packing, at = packed_batch(inputs, labels)
+        with autocast: loss, _ = loss_of(net, inputs, labels, cfg.answer_weight, at, packing)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
+        opt.step()
+        return loss
+    return step
+
+# %% ../nbs/04_train.ipynb #a1c0de0a
+def first_problems(seqs: Sequences, n: int) -> Sequences:
+    "The first `n` sequences (all of them when there are fewer)."
+    n = min(n, len(seqs))
+    end = seqs.offsets[n]
+    return Sequences(seqs.tokens[:end], seqs.offsets[:n + 1], seqs.prompt_len[:n], seqs.label[:n], seqs.depth[:n])
+
+def _write_log(path, rows):
+    "Rewrite the CSV log (small: one row per `log_every` steps)."
+    tmp = Path(str(path) + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0])); w.writeheader(); w.writerows(rows)
+    tmp.rename(path)
+
+# %% ../nbs/04_train.ipynb #a1c0de09
+def training_vocab(data_dir) -> tuple:
+    "`(vocab, data_config)` of the training set in `data_dir`."
+    data_cfg = load_metadata(Path(data_dir) / "train.safetensors")["config"]
+    return Vocab(data_cfg["n_train"], data_cfg["n_unseen"]), data_cfg
+
+def build_run(mcfg: ModelConfig, iv: InterventionConfig, cfg: TrainConfig, seed: int) -> tuple:
+    "`(net, optimiser)` of a new run: the seed's initial weights, frozen rows under `freeze`, on `cfg.device`."
+    if cfg.device == "cpu": torch.set_num_threads(cfg.threads)
+    torch.manual_seed(seed)
+    net = Transformer(mcfg)
+    if iv.freeze: freeze_embeddings(net)
+    net.to(cfg.device).train()
+    return net, build_optimizer(net, cfg)
+
+def monitor_sets(data_dir, problems: int) -> tuple:
+    "`(sets, valid)`: the first `problems` of the validation split and each scenario, which a log row scores, and the whole validation split."
+    # the validation split decides (the trigger, another cycle); the scenario test sets are only watched
+    sets = {s: load_sequences(Path(data_dir) / f"{split}.safetensors") for s, split in (("valid", "valid"), ("s1", "test_s1"), ("s2", "test_s2"), ("s3", "test_s3"))}
+    return {s: first_problems(v, problems) for s, v in sets.items()}, sets["valid"]
+
+def another_cycle(net, valid: Sequences, cfg: TrainConfig, state: RunState, name: str) -> bool:
+    "Whether a run whose cycle just ended goes through the schedule again: its whole validation split is below `cycle_below`."
+    if not (cfg.schedule == "trigger" and state.cycle < cfg.cycles): return False
+    whole = target_accuracy(valid, teacher_forced(net, valid, device=cfg.device, targets_only=True)[0])["seq_acc"]
+    if whole >= cfg.cycle_below: return False
+    print(f"{name}: validation whole target {whole:.3f} < {cfg.cycle_below} at step {state.step}: cycle {state.cycle + 1}")
+    return True
+
+def finish_run(net, rows: list, state: RunState, cfg: TrainConfig, out_dir: Path, weights: Path, variant: str, seed: int) -> dict:
+    "Write the log, the weights (whole or not at all) and metrics.json of a finished run; the metrics."
+    _write_log(out_dir / "log.csv", rows)   # again: a run resumed from its last checkpoint takes no step, and DVC deleted the log
+    weights.parent.mkdir(parents=True, exist_ok=True)
+    partial = weights.with_name(weights.name + ".partial")
+    save_weights(net, partial); partial.rename(weights)   # the weights may sit outside the partial directory
+    metrics = {k: (float(v) if k != "step" else int(v)) for k, v in rows[-1].items()}
+    metrics.update(variant=variant, seed=seed, parameters=net.n_params())
+    if cfg.schedule == "trigger": metrics.update(trigger_step=state.trigger, triggered=state.triggered, cycles=state.cycle)   # the last cycle's
+    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=1))
+    return metrics
+
 # %% ../nbs/04_train.ipynb #d55280bc
 def train(data_dir, out_dir,
           model: ModelConfig = ModelConfig(),                    # its vocabulary and length are set to the data's
@@ -256,92 +367,41 @@ def train(data_dir, out_dir,
     data_dir, out_dir, iv = Path(data_dir), Path(out_dir), intervention
     weights = Path(weights) if weights else out_dir / "model.safetensors"
     weights.unlink(missing_ok=True)              # old weights never stand beside a new, failed run
-    train_set = load_sequences(data_dir / "train.safetensors")
-    data_cfg = load_metadata(data_dir / "train.safetensors")["config"]
-    vocab = Vocab(data_cfg["n_train"], data_cfg["n_unseen"])
+    train_set, vocab, data_cfg = load_sequences(data_dir / "train.safetensors"), *training_vocab(data_dir)
     mcfg = dataclasses.replace(model, vocab_size=len(vocab), max_len=int(train_set.lengths.max()) + 8)
     run_id = fingerprint(mcfg, iv, cfg, seed, data_cfg)
-    if cfg.device == "cpu": torch.set_num_threads(cfg.threads)
-    torch.manual_seed(seed)
-    net = Transformer(mcfg)
-    if iv.freeze: freeze_embeddings(net)
-    net.to(cfg.device).train()
-    opt = build_optimizer(net, cfg)
+    net, opt = build_run(mcfg, iv, cfg, seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else out_dir / "checkpoint"
     start, resumed = load_checkpoint(checkpoint_dir, net, opt, run_id)
-    # the validation split decides (the trigger); the scenario test sets are only watched
-    sets = {s: load_sequences(data_dir / f"{split}.safetensors") for s, split in (("valid", "valid"), ("s1", "test_s1"), ("s2", "test_s2"), ("s3", "test_s3"))}
-    valid = sets["valid"]                                            # all of it: what decides whether a run takes another cycle
-    sets = {s: first_problems(v, cfg.monitor_problems) for s, v in sets.items()}
-    rows = resumed.get("rows", [])   # the log up to the checkpoint travels with it: DVC deletes a stage's outputs before a rerun
-    autocast = torch.autocast(cfg.device.split(":")[0], dtype=torch.bfloat16) if cfg.dtype == "bfloat16" else contextlib.nullcontext()
-    loss_of = compiled(target_loss, cfg.compile)
-    running, seen = resumed.get("running", 0.0), resumed.get("seen", 0)   # the loss average since the last log row
-    trigger, triggered = resumed.get("trigger"), resumed.get("triggered", False)  # step the decay began at; by validation or by the step cap
-    cycle, cycle_start = resumed.get("cycle", 1), resumed.get("cycle_start", 0)    # the schedule's pass, and the step before it began
-    if start == 0: rows = [{"step": 0, "lr": 0.0, "loss": float("nan"), **monitor(net, sets, cfg.device), **collapse_stats(net, vocab)}]
-    def cycle_end():
-        "The step the current cycle ends at: its trigger's decay, or its cap; known once triggered."
-        return min(cycle_start + cfg.steps, trigger + cfg.decay_steps) if trigger is not None else cycle_start + cfg.steps
+    state, rows = RunState.resumed(start, resumed), resumed.get("rows", [])
+    sets, valid = monitor_sets(data_dir, cfg.monitor_problems)
+    log_row = lambda lr, loss: {"step": state.step, "lr": lr, "loss": loss, **monitor(net, sets, cfg.device), **collapse_stats(net, vocab)}
+    if start == 0: rows = [log_row(0.0, float("nan"))]
+    step = step_function(net, opt, cfg)
     # a bar updated by hand: a run that triggers ends early, and the bar shows the step it ends at
-    bar = progress_bar(desc=f"train {variant} s{seed}", disable=not progress, initial=start, total=cycle_end())
-    step = start
+    bar = progress_bar(desc=f"train {variant} s{seed}", disable=not progress, initial=start, total=state.end(cfg))
     while True:
-        if step >= cycle_end():                      # a cycle ended (here, not in the loop, so a run resumed at its end decides too)
-            if not (cfg.schedule == "trigger" and cycle < cfg.cycles): break
-            whole = target_accuracy(valid, teacher_forced(net, valid, device=cfg.device, targets_only=True)[0])["seq_acc"]
-            if whole >= cfg.cycle_below: break
-            print(f"train {variant} s{seed}: validation whole target {whole:.3f} < {cfg.cycle_below} at step {step}: cycle {cycle + 1}")
-            cycle, cycle_start, trigger, triggered = cycle + 1, step, None, False
-        step += 1
-        lr = cfg.lr_at(step, trigger, cycle_start)
-        for g in opt.param_groups: g["lr"] = lr
-        inputs, labels = (t.to(cfg.device) for t in batch_at(train_set, seed, step, cfg.batch_size))
-        packing, at = packed_batch(inputs, labels)
-        with autocast: loss, _ = loss_of(net, inputs, labels, cfg.answer_weight, at, packing)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
-        opt.step()
-        run_end = cycle_end()
-        last = step >= run_end
-        if iv.resets_at(step, end=run_end):
-            reset_embeddings(net, opt, torch.Generator().manual_seed(seed * 1_000_003 + step), iv.reset_optimizer,
+        if state.step >= state.end(cfg):             # a cycle ended (here, not in the loop, so a run resumed at its end decides too)
+            if not another_cycle(net, valid, cfg, state, f"train {variant} s{seed}"): break
+            state.next_cycle()
+        state.step += 1
+        lr = state.lr(cfg)
+        loss = step(*(t.to(cfg.device) for t in batch_at(train_set, seed, state.step, cfg.batch_size)), lr)
+        end = state.end(cfg)
+        if iv.resets_at(state.step, end=end):
+            reset_embeddings(net, opt, torch.Generator().manual_seed(seed * 1_000_003 + state.step), iv.reset_optimizer,
                              keep_rows=len(STRUCTURE) if iv.reset_rows == "names" else 0)
-        running, seen = running + loss.item(), seen + 1
-        if step % cfg.log_every == 0 or last:
-            rows.append({"step": step, "lr": lr, "loss": running / seen, **monitor(net, sets, cfg.device), **collapse_stats(net, vocab)})
-            running, seen = 0.0, 0
-            bar.set_postfix(loss=f"{rows[-1]['loss']:.3f}", valid=f"{rows[-1]['valid_seq_acc']:.2f}", cos=f"{rows[-1]['cos_unseen_unembed']:.2f}")
+        state.running, state.seen, row = state.running + loss.item(), state.seen + 1, None
+        if state.step % cfg.log_every == 0 or state.step >= end:
+            rows.append(row := log_row(lr, state.running / state.seen))
+            state.running, state.seen = 0.0, 0
+            bar.set_postfix(loss=f"{row['loss']:.3f}", valid=f"{row['valid_seq_acc']:.2f}", cos=f"{row['cos_unseen_unembed']:.2f}")
             _write_log(out_dir / "log.csv", rows)
-            if cfg.schedule == "trigger" and trigger is None and rows[-1][f"valid_{cfg.trigger_metric}"] >= cfg.trigger_at: trigger, triggered = step, True
-        if cfg.schedule == "trigger" and trigger is None and step - cycle_start >= cfg.steps - cfg.decay_steps: trigger = step   # the cap: decay anyway
-        if bar.total != cycle_end(): bar.total = cycle_end(); bar.refresh()
-        if (cfg.checkpoint_every and step % cfg.checkpoint_every == 0) or last:
-            save_checkpoint(checkpoint_dir, net, opt, step, run_id, {"running": running, "seen": seen, "rows": rows, "trigger": trigger,
-                                                                     "triggered": triggered, "cycle": cycle, "cycle_start": cycle_start})
+        state.decide_trigger(cfg, row)
+        if bar.total != state.end(cfg): bar.total = state.end(cfg); bar.refresh()
+        if (cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0) or state.step >= end:
+            save_checkpoint(checkpoint_dir, net, opt, state.step, run_id, state.saved(rows))
         bar.update(1)
     bar.close()
-    _write_log(out_dir / "log.csv", rows)   # again: a run resumed from its last checkpoint takes no step, and DVC deleted the log
-    weights.parent.mkdir(parents=True, exist_ok=True)
-    partial = weights.with_name(weights.name + ".partial")
-    save_weights(net, partial); partial.rename(weights)   # whole or not at all: the weights may sit outside the partial directory
-    metrics = {k: (float(v) if k != "step" else int(v)) for k, v in rows[-1].items()}
-    metrics.update(variant=variant, seed=seed, parameters=net.n_params())
-    if cfg.schedule == "trigger": metrics.update(trigger_step=trigger, triggered=triggered, cycles=cycle)   # the last cycle's trigger
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=1))
-    return metrics
-
-def first_problems(seqs: Sequences, n: int) -> Sequences:
-    "The first `n` sequences (all of them when there are fewer)."
-    n = min(n, len(seqs))
-    end = seqs.offsets[n]
-    return Sequences(seqs.tokens[:end], seqs.offsets[:n + 1], seqs.prompt_len[:n], seqs.label[:n], seqs.depth[:n])
-
-def _write_log(path, rows):
-    "Rewrite the CSV log (small: one row per `log_every` steps)."
-    tmp = Path(str(path) + ".tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0])); w.writeheader(); w.writerows(rows)
-    tmp.rename(path)
+    return finish_run(net, rows, state, cfg, out_dir, weights, variant, seed)
