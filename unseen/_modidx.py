@@ -168,6 +168,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                             'unseen.finetune_experiment.run_grid': ( 'finetune_experiment.html#run_grid',
                                                                                      'unseen/finetune_experiment.py')},
             'unseen.finetune_report': { 'unseen.finetune_report._growth': ('finetune_report.html#_growth', 'unseen/finetune_report.py'),
+                                        'unseen.finetune_report.fine_tuning_steps': ( 'finetune_report.html#fine_tuning_steps',
+                                                                                      'unseen/finetune_report.py'),
                                         'unseen.finetune_report.plot_learning_curves': ( 'finetune_report.html#plot_learning_curves',
                                                                                          'unseen/finetune_report.py'),
                                         'unseen.finetune_report.plot_pool_cosine': ( 'finetune_report.html#plot_pool_cosine',
