@@ -109,6 +109,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'unseen.figures.last_reset': ('figures.html#last_reset', 'unseen/figures.py'),
                                 'unseen.figures.n_train_only': ('figures.html#n_train_only', 'unseen/figures.py'),
                                 'unseen.figures.over_seeds': ('figures.html#over_seeds', 'unseen/figures.py'),
+                                'unseen.figures.over_seeds_note': ('figures.html#over_seeds_note', 'unseen/figures.py'),
                                 'unseen.figures.redraw_claim': ('figures.html#redraw_claim', 'unseen/figures.py'),
                                 'unseen.figures.redraw_steps': ('figures.html#redraw_steps', 'unseen/figures.py'),
                                 'unseen.figures.reset_verdict': ('figures.html#reset_verdict', 'unseen/figures.py'),

@@ -20,11 +20,11 @@ from .results import run_files
 
 # %% auto #0
 __all__ = ['STEP_AXIS', 'COSINE_AXIS', 'EXACT_AXIS', 'SCENARIOS', 'OVER_SEEDS', 'FORGETTING', 'collect_logs', 'final_rows',
-           'over_seeds', 'train_experiments', 'table_experiments', 'check_roles', 'Runs', 'band', 'claim_title',
-           'shared_legend', 'key', 'step_axis', 'collapse_verdict', 'fmt', 'freeze_verdict', 'reset_verdict',
-           'run_verdict', 'n_train_only', 'in_sweep', 'ClaimFigure', 'absent_claim', 'collapse_plot', 'collapse_claim',
-           'diversity_plot', 'diversity_table', 'diversity_claim', 'last_reset', 'forgetting_plot', 'forgetting_claim',
-           'redraw_steps', 'since_redraw', 'since_redraw_plot', 'redraw_claim', 'weight_decay_plot',
+           'over_seeds', 'train_experiments', 'table_experiments', 'check_roles', 'Runs', 'band', 'over_seeds_note',
+           'claim_title', 'shared_legend', 'key', 'step_axis', 'collapse_verdict', 'fmt', 'freeze_verdict',
+           'reset_verdict', 'run_verdict', 'n_train_only', 'in_sweep', 'ClaimFigure', 'absent_claim', 'collapse_plot',
+           'collapse_claim', 'diversity_plot', 'diversity_table', 'diversity_claim', 'last_reset', 'forgetting_plot',
+           'forgetting_claim', 'redraw_steps', 'since_redraw', 'since_redraw_plot', 'redraw_claim', 'weight_decay_plot',
            'weight_decay_claim', 'summary_metrics', 'collapse_by_variant']
 
 # %% ../nbs/09a_figures.ipynb #57b29382
@@ -111,15 +111,23 @@ STEP_AXIS = "training step"
 COSINE_AXIS = "mean pairwise cosine"          # of the rows a panel's title names
 EXACT_AXIS = "greedy exact match"             # the whole chain of thought and answer right, fraction of test problems
 SCENARIOS = {"s1": "scenario 1 (every name seen)", "s2": "scenario 2 (query unseen)", "s3": "scenario 3 (every name unseen)"}
-OVER_SEEDS = "mean ± 1 std over seeds while every seed trains; thin lines: each seed after the first has stopped"
+OVER_SEEDS = "mean ± 1 std over {seeds} while every seed trains; thin lines: each seed after the first has stopped"
 
-def claim_title(fig, claim: str, how: str = OVER_SEEDS):
+def over_seeds_note(logs: pd.DataFrame, runs: list) -> str:
+    "How the curves of `runs` are averaged, with their number of seeds (a range where runs differ; one seed: no mean)."
+    n = logs[logs["run"].isin(runs)].groupby("run")["seed"].nunique()
+    if n.empty or n.max() == 1: return "one seed per run"
+    return OVER_SEEDS.format(seeds=f"{n.min()} seeds" if n.min() == n.max() else f"{n.min()}–{n.max()} seeds")
+
+def claim_title(fig, claim: str, how: str):
     "Title `fig` with the claim it shows (docs/paper.md §1 numbering) and, on a second line, how its curves are averaged."
     fig.suptitle(f"{claim}\n{how}", fontsize=11)
 
 def shared_legend(fig, handles: list, ncols: int | None = None):
-    "One legend for the whole figure, below its panels (a constrained layout makes room for it)."
-    fig.legend(handles=handles, loc="outside lower center", ncols=ncols or len(handles), frameon=False, fontsize=9)
+    "One legend for the whole figure, below its panels (a constrained layout makes room), in as many columns as its width holds."
+    entry = 0.06 * max(len(h.get_label()) for h in handles) + 0.7     # inches an entry takes at fontsize 9, about
+    ncols = ncols or max(1, min(len(handles), int(fig.get_figwidth() // entry)))
+    fig.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False, fontsize=9)
 
 def key(label: str, color: str, ls: str = "-", **style) -> Line2D:
     "A legend entry for a line style."
@@ -194,10 +202,10 @@ def absent_claim(name: str, claim: str, missing: list) -> ClaimFigure:
                        [f"**{claim}**: not run here (no runs for {', '.join(missing)}).", ""])
 
 # %% ../nbs/09a_figures.ipynb #68d53d61
-def collapse_plot(logs: pd.DataFrame, variants: list, untied: str | None, baseline: str, ncols: int = 5):
+def collapse_plot(logs: pd.DataFrame, variants: list, untied: str | None, baseline: str, ncols: int = 5):  # ncols: at most
     "A panel per variant (then the untied model) on shared axes: unseen rows' cosine, seen rows' dotted, the baseline's unseen rows faint."
     panels = [*variants, *([untied] if untied else [])]
-    ncols = min(ncols, len(panels)); nrows = -(-len(panels) // ncols)
+    nrows = -(-len(panels) // ncols); ncols = -(-len(panels) // nrows)    # rows as full as they can be: 6 panels in 2 rows of 3
     fig, axes = plt.subplots(nrows, ncols, figsize=(2.9 * ncols + 0.5, 2.3 * nrows + 1.4), sharex=True, sharey=True,
                              constrained_layout=True, squeeze=False)
     for i, (ax, run) in enumerate(zip(axes.flat, panels)):
@@ -213,7 +221,8 @@ def collapse_plot(logs: pd.DataFrame, variants: list, untied: str | None, baseli
     handles = [key("unseen rows (unembedding)", "C0"), key("as many seen rows", "k", ":"), key(f"{baseline}'s unseen rows, for reference", "0.75")]
     if untied: handles.append(key(f"{untied}: unseen input rows", "C1", "--"))
     shared_legend(fig, handles)
-    claim_title(fig, "Claim 2, the collapse: mean pairwise cosine of the unseen tokens' unembedding rows, by variant")
+    claim_title(fig, "Claim 2, the collapse: mean pairwise cosine of the unseen tokens' unembedding rows, by variant",
+                over_seeds_note(logs, panels))
     return fig
 
 # %% ../nbs/09a_figures.ipynb #2610672e
@@ -248,8 +257,9 @@ def diversity_plot(acc: pd.DataFrame, cos: pd.DataFrame, sweep: list):
     axes[3].set(ylim=(-0.1, 1.05), title="the collapse: unseen rows", ylabel=f"{COSINE_AXIS}, end of training")
     for ax in axes: ax.set(xscale="log", xlabel="seen names in training (n_train)")
     shared_legend(fig, [key(v, f"C{i}", marker="o") for i, v in enumerate(sweep)])
+    lo, hi = acc["count"].min(), acc["count"].max()
     claim_title(fig, "Claim 5, data diversity: exact match on the test scenarios and the collapse, against the number of seen names",
-                "mean ± 1 std over seeds (error bars)")
+                "one seed per run" if hi == 1 else f"mean ± 1 std over {lo if lo == hi else f'{lo}–{hi}'} seeds (error bars)")
     return fig
 
 # %% ../nbs/09a_figures.ipynb #3eba4271
@@ -304,7 +314,8 @@ def forgetting_plot(logs: pd.DataFrame, pairs: list, until: dict, baseline: str)
     shared_legend(fig, [key("resets go on", "C0"), key("the same resets, stopping", "C3", "--"),
                         key(f"last reset (step {', '.join(map(str, stops))})" if stops else "last reset", "C3", ":", lw=1),
                         key(f"{baseline} (no resets)", "0.6", lw=1)])
-    claim_title(fig, "Claim 4's resets, when they stop (docs/paper.md §2): the collapse and scenarios 2 and 3 after the last reset")
+    claim_title(fig, "Claim 4's resets, when they stop (docs/paper.md §2): the collapse and scenarios 2 and 3 after the last reset",
+                over_seeds_note(logs, [baseline, *(r for pair in pairs for r in pair)]))
     return fig
 
 # %% ../nbs/09a_figures.ipynb #ba015f6a
@@ -397,7 +408,8 @@ def weight_decay_plot(logs: pd.DataFrame, baseline: str, no_decay: str):
     axes[1].set(title="unseen unembedding rows: size", ylabel="mean L2 norm of a row", ylim=(0, None))
     for ax in axes: ax.set_xlabel(STEP_AXIS)
     shared_legend(fig, [key(f"{baseline}: with weight decay", "C0"), key(f"{no_decay}: weight decay 0", "C1")])
-    claim_title(fig, "Claim 2's mechanism, weight decay (Lemma 4.1, docs/paper.md §3): the unseen rows with and without it")
+    claim_title(fig, "Claim 2's mechanism, weight decay (Lemma 4.1, docs/paper.md §3): the unseen rows with and without it",
+                over_seeds_note(logs, [baseline, no_decay]))
     return fig
 
 # %% ../nbs/09a_figures.ipynb #1067daf2
