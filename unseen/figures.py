@@ -133,8 +133,9 @@ def key(label: str, color: str, ls: str = "-", **style) -> Line2D:
     "A legend entry for a line style."
     return Line2D([], [], color=color, ls=ls, label=label, **style)
 
-def step_axis(ax, linear_to: int = 1000):
-    "Steps linear up to `linear_to` (where rows collapse and the first resets fall), logarithmic beyond (runs stop at steps several-fold apart)."
+def step_axis(ax, last_step: int, linear_to: int = 1000):
+    "Steps linear up to `linear_to` (where rows collapse, the first resets fall), log beyond, where runs stop steps several-fold apart; linear for short runs."
+    if last_step <= 3 * linear_to: return ax.set_xlabel(STEP_AXIS)     # a toy run: nothing to stretch
     ax.set_xscale("symlog", linthresh=linear_to, linscale=1.0)
     ax.xaxis.set_major_locator(FixedLocator([0, linear_to // 2, linear_to, *(t for t in (3_000, 10_000, 100_000) if t > linear_to)]))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:g}k" if x >= 1000 else f"{x:g}"))
@@ -205,6 +206,7 @@ def absent_claim(name: str, claim: str, missing: list) -> ClaimFigure:
 def collapse_plot(logs: pd.DataFrame, variants: list, untied: str | None, baseline: str, ncols: int = 5):  # ncols: at most
     "A panel per variant (then the untied model) on shared axes: unseen rows' cosine, seen rows' dotted, the baseline's unseen rows faint."
     panels = [*variants, *([untied] if untied else [])]
+    last = logs.loc[logs["run"].isin(panels), "step"].max()
     nrows = -(-len(panels) // ncols); ncols = -(-len(panels) // nrows)    # rows as full as they can be: 6 panels in 2 rows of 3
     fig, axes = plt.subplots(nrows, ncols, figsize=(2.9 * ncols + 0.5, 2.3 * nrows + 1.4), sharex=True, sharey=True,
                              constrained_layout=True, squeeze=False)
@@ -215,7 +217,7 @@ def collapse_plot(logs: pd.DataFrame, variants: list, untied: str | None, baseli
         band(ax, logs, run, "cos_unseen_unembed", color="C0")
         ax.set_title(run, fontsize=10); ax.set_ylim(-0.1, 1.05)
         if i % ncols == 0: ax.set_ylabel(COSINE_AXIS)
-        if i + ncols >= len(panels): step_axis(ax); ax.tick_params(labelbottom=True)   # the lowest panel of its column
+        if i + ncols >= len(panels): step_axis(ax, last); ax.tick_params(labelbottom=True)   # the lowest panel of its column
     for ax in axes.flat[len(panels):]: ax.set_visible(False)
     axes[0, 0].set_xlim(left=0)                      # shared by every panel; the right end: the longest run
     handles = [key("unseen rows (unembedding)", "C0"), key("as many seen rows", "k", ":"), key(f"{baseline}'s unseen rows, for reference", "0.75")]
