@@ -82,7 +82,7 @@ def test_the_smoke_profile_regenerates_every_figure_in_a_copy(tmp_path):
     table = (copy / "runs/results/table.md").read_text()
     assert "| copy_reset |" in table and "-n100" not in table and "untied" not in table
     summary = (copy / "runs/figures/summary.md").read_text()
-    for claim in ("Claim 4", "Claim 5", "Claim 6", "Claim 7"):
+    for claim in ("Claim 2, the collapse", "Claim 5", "Claim 4's resets, when they stop", "Claim 2's mechanism"):
         assert claim in summary
     declared = {p for stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].values()
                 for p in [next(iter(o)) if isinstance(o, dict) else o for o in stage.get("outs", []) + stage.get("plots", [])]

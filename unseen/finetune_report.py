@@ -15,9 +15,9 @@ from .gemma_report import markdown_table
 from .finetune_experiment import GridResult
 
 # %% auto #0
-__all__ = ['PAPER_STEPS', 'WORDS', 'RECIPE_TEXT', 'steps_to_threshold', 'ratio_bound', 'ratio_interval', 'steps_summary',
-           'threshold_table', 'plot_learning_curves', 'plot_steps', 'plot_pool_cosine', 'thresholds', 'steps_metrics',
-           'write_report', 'write_figures']
+__all__ = ['PAPER_STEPS', 'WORDS', 'CURVES', 'RECIPE_TEXT', 'steps_to_threshold', 'ratio_bound', 'ratio_interval',
+           'steps_summary', 'threshold_table', 'fine_tuning_steps', 'plot_learning_curves', 'plot_steps',
+           'plot_pool_cosine', 'thresholds', 'steps_metrics', 'write_report', 'write_figures']
 
 # %% ../nbs/08d_finetune_report.ipynb #0c024927
 def steps_to_threshold(log: pd.DataFrame, metric: str, threshold: float, budget: int) -> pd.DataFrame:
@@ -88,17 +88,36 @@ def threshold_table(st: pd.DataFrame, runs: pd.DataFrame, summary: pd.DataFrame 
     return pd.DataFrame(rows)
 
 # %% ../nbs/08d_finetune_report.ipynb #7998179d
+CURVES = {"exact": ("the whole target right", "fraction of held-out problems"),   # log column: (panel title, y axis)
+          "derived_exact": ("the derived names right", "fraction of held-out problems"),
+          "answer_acc": ("the True/False answer right", "fraction of held-out problems"),
+          "var_acc": ("each derived name right", "fraction of derived names"),
+          "loss": ("held-out loss", "cross-entropy per target token (nats)")}
+
+def fine_tuning_steps(ax, linear_to: int = 10):
+    "A step axis linear to `linear_to` (the first evaluations), logarithmic beyond: conditions end steps apart by orders of magnitude."
+    ax.set_xscale("symlog", linthresh=linear_to, linscale=0.4); ax.set_xlim(left=0)
+    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda x, _: f"{x:,.0f}"))
+    ax.set_xlabel(f"fine-tuning step (log beyond {linear_to})")
+
 def plot_learning_curves(log: pd.DataFrame, threshold: float, metric: str,
                          metrics=("derived_exact", "answer_acc", "loss")):
-    "One panel per metric, one colour per condition, one line per seed: (figure, data)."
+    "One panel per metric, one colour per condition, one line per seed, steps on a log axis: (figure, data)."
     data = log.melt(id_vars=["condition", "seed", "step"], value_vars=list(metrics), var_name="metric")
-    g = sns.relplot(data=data, x="step", y="value", hue="condition", units="seed", estimator=None, col="metric",
-                    kind="line", facet_kws={"sharey": False}, height=3.2, aspect=1.1, lw=1.2, alpha=0.8)
-    for ax, m in zip(g.axes.flat, metrics):
+    colors = {c: f"C{i}" for i, c in enumerate(dict.fromkeys(log["condition"]))}
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.5 * len(metrics) + 0.5, 4.0), sharex=True, constrained_layout=True, squeeze=False)
+    for ax, m in zip(axes[0], metrics):
+        for (c, _), run in log.groupby(["condition", "seed"], sort=False): ax.plot(run["step"], run[m], color=colors[c], lw=1.1, alpha=0.8)
         if m == metric: ax.axhline(threshold, ls="--", c="grey", lw=1)
-        ax.tick_params(labelleft=True)
-    g.set_titles("held-out {col_name}"); g.figure.subplots_adjust(wspace=0.25)
-    return g.figure, data
+        title, unit = CURVES.get(m, (m, m))
+        ax.set(title=title, ylabel=unit, **({"yscale": "log"} if m == "loss" else {"ylim": (-0.03, 1.03)}))
+        fine_tuning_steps(ax)
+    handles = [plt.Line2D([], [], color=col, label=c) for c, col in colors.items()]
+    handles.append(plt.Line2D([], [], color="grey", ls="--", lw=1, label=f"threshold ({CURVES.get(metric, (metric,))[0]}: {threshold})"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False, fontsize=9)
+    fig.suptitle("Claim 8, fine-tuning with reserved tokens as variable names: held-out scores by step\n"
+                 "one line per run (a condition's seeds share its colour)", fontsize=11)
+    return fig, data
 
 def plot_steps(st: pd.DataFrame, runs: pd.DataFrame, budget: int):
     "Steps to threshold per condition (censored: open triangles), the paper's beside, and against pool similarity: (figure, data)."
@@ -125,17 +144,19 @@ def plot_steps(st: pd.DataFrame, runs: pd.DataFrame, budget: int):
 
 # %% ../nbs/08d_finetune_report.ipynb #1fd501b3
 def plot_pool_cosine(log: pd.DataFrame, st: pd.DataFrame):
-    "The names' mean pairwise cosine over training, one line per run, a dot where it reached the threshold: (figure, data)."
+    "The names' mean pairwise cosine over training, one line per run, a dot where it reached the threshold, steps on a log axis: (figure, data)."
     data = log[["condition", "seed", "step", "pool_cosine"]]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    sns.lineplot(data=data, x="step", y="pool_cosine", hue="condition", units="seed", estimator=None, lw=1.2, alpha=0.8, ax=ax)
-    palette = dict(zip(data["condition"].unique(), sns.color_palette(n_colors=data["condition"].nunique())))
+    colors = {c: f"C{i}" for i, c in enumerate(dict.fromkeys(data["condition"]))}
+    fig, ax = plt.subplots(figsize=(7, 4.6), constrained_layout=True)
+    for (c, _), run in data.groupby(["condition", "seed"], sort=False): ax.plot(run["step"], run["pool_cosine"], color=colors[c], lw=1.2, alpha=0.8)
     hit = st[~st["censored"]]
-    ax.scatter(hit["steps"], hit["pool_cosine_at"], c=[palette[c] for c in hit["condition"]], s=30, zorder=3,
-               edgecolors="k", linewidths=0.6, label="threshold reached")
-    ax.set(xlabel="step", ylabel="mean pairwise cosine of the names' input rows", ylim=(-0.05, 1.0),
-           title="the names' rows during fine-tuning"); ax.legend(fontsize=7)
-    fig.tight_layout()
+    ax.scatter(hit["steps"], hit["pool_cosine_at"], c=[colors[c] for c in hit["condition"]], s=30, zorder=3, edgecolors="k", linewidths=0.6)
+    ax.set(ylabel="mean pairwise cosine of the names' input rows", ylim=(-0.05, 1.0))
+    fine_tuning_steps(ax)
+    handles = [plt.Line2D([], [], color=col, label=c) for c, col in colors.items()]
+    handles.append(plt.Line2D([], [], ls="", marker="o", mfc="w", mec="k", label="threshold reached"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False, fontsize=9)
+    fig.suptitle("Claim 8: the names' rows during fine-tuning, one line per run", fontsize=11)
     return fig, data
 
 # %% ../nbs/08d_finetune_report.ipynb #e692a4a7

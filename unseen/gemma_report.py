@@ -94,12 +94,13 @@ def plot_cosine_distributions(pairs: pd.DataFrame, table: pd.DataFrame, matrix: 
         for (m, s_), mean in means.items():
             if m in models and s_ in sets:
                 ax.plot(models.index(m) + (sets.index(s_) - (len(sets) - 1) / 2) * width, mean, "k_", ms=10, mew=2)
-    if ax.get_legend(): sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.08), ncol=len(sets), frameon=False)
+    if ax.get_legend(): sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.08), ncol=len(sets), frameon=False, title="token set")
     ax.set(xlabel="", ylabel=f"pairwise cosine of {matrix} rows", title=f"ours (black bars: set means)")
     ax.axhline(0, color="grey", lw=0.5)
     for x, (group, (lo, hi)) in enumerate(PAPER_RANGE.items()):
         side.bar(x, hi - lo, bottom=lo, width=0.6, color=("tab:red" if group == "unused" else "tab:blue"), alpha=0.5)
     side.set(xticks=[0, 1], xticklabels=list(PAPER_RANGE), title="paper: Gemma 3\n1B–27B (range of means)")
+    fig.suptitle(f"Claim 7: how alike the reserved (unused) tokens' {matrix} rows are in pretrained models, beside other sets", fontsize=11)
     fig.tight_layout()
     return fig, data
 
@@ -109,7 +110,7 @@ def plot_cosine_vs_size(table: pd.DataFrame, matrix: str = "embedding"):
     data = data[["model", "architecture", "parameters", "set", "mean_pairwise_cosine", "mean_pairwise_cosine_lo",
                  "mean_pairwise_cosine_hi"]]
     family = data["architecture"].str.split("_").str[0]  # 'gemma3_text' (HF) and 'gemma3' (GGUF) are one family
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
     for group, (lo, hi) in PAPER_RANGE.items():
         ax.fill_between(PAPER_SIZES, lo, hi, alpha=0.15, color="tab:red" if group == "unused" else "tab:blue",
                         label=f"paper, {group} (Gemma 3 1B–27B)")
@@ -121,8 +122,8 @@ def plot_cosine_vs_size(table: pd.DataFrame, matrix: str = "embedding"):
                     color="tab:red" if is_unused_set(name) else "tab:blue", label=f"ours, {name}" if first else None, capsize=3)
         for _, r in d.iterrows(): ax.annotate(r["model"], (r["parameters"], r["mean_pairwise_cosine"]), fontsize=7,
                                               xytext=(4, 4), textcoords="offset points")
-    ax.set(xscale="log", xlabel="parameters", ylabel="mean pairwise cosine", ylim=(-0.05, 1.02),
-           title=f"{matrix} rows: {data['model'].nunique()} model(s) analysed here")
-    ax.legend(fontsize=7, loc="center left")
+    ax.set(xscale="log", xlabel="parameters of the model (log scale)", ylabel=f"mean pairwise cosine of {matrix} rows", ylim=(-0.05, 1.02),
+           title=f"Claim 7 against model size: {data['model'].nunique()} model(s) analysed here")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2, frameon=False)   # below, clear of the data
     fig.tight_layout()
     return fig, data

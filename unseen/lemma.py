@@ -204,8 +204,8 @@ def _ratio_panel(ax, df: pd.DataFrame, title: str, abs_bound: bool = False):
     if abs_bound: ax.plot(d.step, d.bound_abs, color="C2", ls="-.", lw=1.2, label=r"$|1-\eta\lambda|+\eta r^2 p_t$")
     ax.plot(d.step, d.decay, color="0.4", ls=":", lw=1, label=r"$1-\eta\lambda$")
     ax.axhline(1, color="0.8", lw=0.8, zorder=0)
-    ax.set_title(title, fontsize=10); ax.set_xlabel("step"); ax.set_ylabel(r"$\|D_{t+1}\| / \|D_t\|$")
-    ax.legend(fontsize=7, loc="best")
+    ax.set_title(title, fontsize=10); ax.set_xlabel("full-batch step")
+    ax.set_ylabel("contraction of unseen-row differences\n" + r"$\|D_{t+1}\| / \|D_t\|$")
 
 def contraction_figure(valid: pd.DataFrame, violating: pd.DataFrame, adamw: pd.DataFrame):
     "2x2 figure: ratio vs bound for the valid GD, violating GD and AdamW runs; unseen vs seen pairwise cosine, GD and AdamW."
@@ -219,8 +219,11 @@ def contraction_figure(valid: pd.DataFrame, violating: pd.DataFrame, adamw: pd.D
         ax.plot(df.step, df.cos_unseen, color=color, lw=1.8, label=f"{name}: unseen rows")
         ax.plot(df.step, df.cos_seen, color=color, lw=1.2, ls="--", label=f"{name}: seen rows")
     ax.axhline(0, color="0.8", lw=0.8, zorder=0)
-    ax.set_ylim(-0.3, 1.05); ax.set_xlabel("step"); ax.set_ylabel("mean pairwise cosine")
+    ax.set_ylim(-0.3, 1.05); ax.set_xlabel("full-batch step"); ax.set_ylabel("mean pairwise cosine of the rows")
     ax.set_title("collapse: unseen rows align, seen rows stay apart", fontsize=10); ax.legend(fontsize=8)
+    fig.legend(handles=axes[0, 1].get_lines()[:5], loc="outside lower center", ncols=5, frameon=False, fontsize=9)  # the ratio panels' one legend
+    fig.suptitle("Claim 2's mechanism, Lemma 4.1 (docs/paper.md §3): softmax regression with unseen classes\n"
+                 "the unseen rows' differences against the lemma's bound: inside its hypothesis, just outside it, and under AdamW", fontsize=11)
     return fig
 
 # %% ../nbs/06_lemma.ipynb #c3ebea0e
