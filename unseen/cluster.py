@@ -48,6 +48,7 @@ def worker_name() -> str:
         return str(get_worker().name)
     except (ImportError, ValueError): return "local"
 
+# %% ../nbs/12_cluster.ipynb #485de3b0
 def stage_task(name: str, root: str, retries: int = 5, retry_wait: float = 2.0) -> StageRun:
     "On a worker: `dvc repro --single-item NAME` in the shared workspace `root`; the note names the worker."
     run = repro_stage(name, check_workspace(root), retries, retry_wait)
@@ -72,6 +73,7 @@ def cluster_threads(client) -> int:
     "Task slots on `client`'s cluster now: its workers' threads, at least 1."
     return max(1, sum(client.nthreads().values()))
 
+# %% ../nbs/12_cluster.ipynb #a56572bf
 def cluster_repro(client, targets=None, root=".", rules: dict | None = None, jobs: int | None = None,
                   retries: int = 5, retry_wait: float = 2.0, progress=None) -> dict:
     "`repro` with each stage a Dask task on `client`'s cluster, `jobs` in flight (default: the cluster's threads)."
@@ -91,6 +93,7 @@ def connect(scheduler: str | None = None, scheduler_file: str | None = None, tim
                            f"`dask worker {scheduler or '--scheduler-file ' + scheduler_file}`") from None
     return client
 
+# %% ../nbs/12_cluster.ipynb #ee3f7d92
 def main(argv=None):
     "Command line: `unseen-cluster (--scheduler ADDRESS | --scheduler-file FILE) [--resources TARGET:NAME=AMOUNT ...] [TARGET ...]`."
     ap = argparse.ArgumentParser(prog="unseen-cluster", description="Reproduce the DVC pipeline on a Dask cluster: each stale stage "

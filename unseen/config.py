@@ -15,6 +15,7 @@ _TYPES = {"int": (numbers.Integral,), "float": (numbers.Real,), "str": (str,), "
 _WORDS = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false", "tuple": "a list",
           "list": "a list", "dict": "a mapping", "None": "null"}
 
+# %% ../nbs/00a_config.ipynb #8cb75d07
 def type_ok(value, annotation: str) -> bool:
     "Whether `value` fits `annotation` (a string such as `int`, `float | None`, `tuple[int, int]`); unknown names pass."
     annotation = getattr(annotation, "__name__", annotation)                 # a type, or its name as a string
@@ -29,6 +30,7 @@ def _is_number(text: str) -> bool:
     try: float(text); return True
     except ValueError: return False
 
+# %% ../nbs/00a_config.ipynb #3b14e7fe
 INT_LIMIT = 2**63   # what a C long long, torch's and numpy's integers, holds
 
 def _out_of_range(value) -> str:
@@ -39,6 +41,7 @@ def _out_of_range(value) -> str:
         return f"is out of range (at most {INT_LIMIT - 1} in size)"
     return ""
 
+# %% ../nbs/00a_config.ipynb #1c484102
 def check_value(key: str, value, annotation: str = "", spec=None, fix: str = "params.yaml"):
     "Raise a one-line `ValueError` naming `key` and the fix when `value` breaks its `annotation` or `spec`."
     where = f"set it in {fix}" if fix else "fix it"
@@ -57,6 +60,8 @@ def check_value(key: str, value, annotation: str = "", spec=None, fix: str = "pa
        ((low is not None and value < low) or (high is not None and value > high)):
         bounds = f"at least {low}" if high is None else f"at most {high}" if low is None else f"between {low} and {high}"
         raise ValueError(f"{key}={value!r}: must be {bounds}; {where}")
+
+# %% ../nbs/00a_config.ipynb #53254a2a
 def check_finite(key: str, value, fix: str = "params.yaml"):
     "Raise a one-line `ValueError` naming the dotted key of the first NaN, infinity or too large an integer anywhere in `value`."
     if isinstance(value, dict):
@@ -83,6 +88,7 @@ def check_names(key: str, names, allowed, fix: str = "params.yaml"):
 # %% ../nbs/00a_config.ipynb #5a3e1c02
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")   # a file name's safe part: no separator, no leading dot, no control
 
+# %% ../nbs/00a_config.ipynb #ff8ba086
 def check_name(key: str, name, fix: str = "params.yaml"):
     "Raise a one-line `ValueError` unless `name`, which becomes part of a path, is a plain file name."
     if not isinstance(name, str) or not NAME.fullmatch(name) or ".." in name:

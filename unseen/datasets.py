@@ -74,12 +74,14 @@ def training_set(cfg: DataConfig, seed: int, progress=True) -> Sequences:
     if leaked: raise AssertionError(f"{leaked} unseen tokens in the training set")
     return seqs
 
+# %% ../nbs/01a_datasets.ipynb #2e38a439
 def validation_set(cfg: DataConfig, seed: int) -> Sequences:
     "Validation problems from the training distribution (seen names) and a seed of their own: what training selects on."
     rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
     batch = sample_problems(cfg.problem, cfg.valid_problems, rng)
     return serialize(batch, draw_names(rng, cfg.vocab.seen_ids, len(batch), int(batch.n_vars.max(initial=1))), cfg.cot_format)
 
+# %% ../nbs/01a_datasets.ipynb #32cc9863
 def scenario_sets(cfg: DataConfig, seed: int) -> dict:
     "The three scenario test sets: the same problems, named per scenario."
     rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
@@ -89,6 +91,7 @@ def scenario_sets(cfg: DataConfig, seed: int) -> dict:
 # %% ../nbs/01a_datasets.ipynb #5dc84eda
 SPLITS = ("train", "valid") + tuple(f"test_{s}" for s in SCENARIOS)
 
+# %% ../nbs/01a_datasets.ipynb #b679622a
 def save_sequences(seqs: Sequences, path, metadata: dict):
     "Write `seqs` to a safetensors file."
     tensors = {f.name: np.ascontiguousarray(getattr(seqs, f.name)) for f in dataclasses.fields(Sequences)}
@@ -96,6 +99,7 @@ def save_sequences(seqs: Sequences, path, metadata: dict):
     # one metadata key: safetensors writes several in hash order, which would break byte-identical files
     save_file(tensors, str(path), metadata={"unseen": json.dumps(metadata, sort_keys=True)})
 
+# %% ../nbs/01a_datasets.ipynb #4ba1896b
 @contextlib.contextmanager
 def _readable(path):
     "Turn safetensors' own errors for a truncated or corrupt file (they name no file) into one line naming `path`."
@@ -105,6 +109,7 @@ def _readable(path):
         raise ValueError(f"{path} is truncated or corrupt ({type(e).__name__}: {e}): restore it with `dvc checkout`, "
                          "or regenerate it (dvc repro generate)") from None
 
+# %% ../nbs/01a_datasets.ipynb #8e2684c4
 def load_sequences(path) -> Sequences:
     "Read a split written by `save_sequences`, with a clear message if it is missing."
     path = Path(path)
@@ -113,6 +118,7 @@ def load_sequences(path) -> Sequences:
     return Sequences(tokens=t["tokens"], offsets=t["offsets"], prompt_len=t["prompt_len"],
                      label=t["label"].astype(bool), depth=t["depth"])
 
+# %% ../nbs/01a_datasets.ipynb #84947a01
 def load_metadata(path) -> dict:
     "The metadata stored with a split (its config, seed and split name)."
     with _readable(path), safe_open(str(path), "numpy") as f: meta = f.metadata() or {}
@@ -132,6 +138,7 @@ def split_stats(seqs: Sequences, vocab: Vocab) -> dict:
             "length": describe(lengths), "length_hist": np.bincount(lengths).tolist(), "prompt_length": describe(prompt), "target_length": describe(lengths - prompt),
             "distinct_names": int(len(np.unique(names))), "unseen_tokens": int(vocab.is_unseen(seqs.tokens).sum())}
 
+# %% ../nbs/01a_datasets.ipynb #b4f94fb8
 def overlap(a: Sequences, b: Sequences) -> float:
     "Fraction of the sequences of `a` that occur verbatim in `b`."
     seen = {b[i].tobytes() for i in range(len(b))}
@@ -165,10 +172,12 @@ def entry_mapping(name: str, spec) -> dict:
     if not isinstance(spec, dict): raise ValueError(f"experiment {name!r} is {spec!r}: expected a mapping such as {{variant: standard}}")
     return spec
 
+# %% ../nbs/01a_datasets.ipynb #b657b4d8
 def experiment_n_train(name: str, spec, n_train: int) -> int:
     "The training vocabulary of experiment `name` (`spec`: its entry of train.experiments): its own `n_train`, else `n_train`."
     return entry_mapping(name, spec).get("n_train", n_train)
 
+# %% ../nbs/01a_datasets.ipynb #5368dfe1
 def dataset_sizes(experiments: dict, n_train: int) -> list:
     "The training vocabularies that `experiments` train on: `n_train` first, then each experiment's own, without repeats."
     return list(dict.fromkeys([n_train, *(experiment_n_train(name, spec, n_train) for name, spec in experiments.items())]))
@@ -178,6 +187,7 @@ def manifest_path(data_dir, name: str) -> Path:
     "Where the generate stage says which dataset experiment `name` trains on."
     return Path(data_dir) / "for" / f"{name}.json"
 
+# %% ../nbs/01a_datasets.ipynb #26f6523d
 def dataset_md5(path) -> str:
     "A content hash of the dataset directory `path`: its data files (not its figures), by name and bytes."
     h = hashlib.md5()
@@ -185,6 +195,7 @@ def dataset_md5(path) -> str:
         h.update(f.name.encode() + b"\0" + hashlib.md5(f.read_bytes()).hexdigest().encode() + b"\n")
     return h.hexdigest()
 
+# %% ../nbs/01a_datasets.ipynb #df2bebed
 def write_manifests(experiments: dict, n_train: int, data_dir) -> dict:
     "For each experiment, `manifest_path`: its `n_train`, its dataset under `data_dir` and that dataset's `dataset_md5`."
     hashes, manifests = {}, {}
@@ -196,6 +207,8 @@ def write_manifests(experiments: dict, n_train: int, data_dir) -> dict:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(manifests[name], indent=1) + "\n")
     return manifests
+
+# %% ../nbs/01a_datasets.ipynb #96572517
 def check_dataset(path, md5: str, recorded_in):
     "Raise a one-line `ValueError` unless dataset directory `path` has the content hash `md5` that `recorded_in` (a manifest, a run's metrics) records."
     got = dataset_md5(path)

@@ -21,6 +21,7 @@ __all__ = ['EXPERIMENT_KEYS', 'Experiment', 'experiment_entry', 'resolve_experim
 # %% ../nbs/04a_experiments.ipynb #5657c8b5
 EXPERIMENT_KEYS = ("variant", "n_train", "model", "intervention", "training")   # what an entry of train.experiments may set
 
+# %% ../nbs/04a_experiments.ipynb #7a6190be
 @dataclass(frozen=True)
 class Experiment:
     "One named run of `train.experiments`, resolved: everything `train` needs besides the data and the seed."
@@ -41,6 +42,7 @@ def experiment_entry(name: str, experiments: dict) -> dict:
     if unknown: raise ValueError(f"experiment {name!r}: unknown key {sorted(unknown)[0]!r} (expected {', '.join(EXPERIMENT_KEYS)})")
     return spec
 
+# %% ../nbs/04a_experiments.ipynb #7e342eca
 def resolve_experiment(name: str, experiments: dict, n_train: int, model: dict | None = None, intervention: dict | None = None,
                        training: dict | None = None, device: str = "cpu", dtype: str = "bfloat16") -> Experiment:
     "Experiment `name` of `experiments`: the sections of `train` with the experiment's own settings over them."
@@ -56,11 +58,13 @@ def run_dir(name: str, seed: int, out_dir=None) -> Path:
     "Where seed `seed` of experiment `name` writes its results: `out_dir`, or runs/train/NAME-sSEED."
     return Path(out_dir or f"runs/train/{name}-s{seed}")
 
+# %% ../nbs/04a_experiments.ipynb #32fddba3
 def weights_path(name: str, seed: int, weights_dir="runs/models") -> Path:
     "The file of seed `seed` of experiment `name`'s trained weights: WEIGHTS_DIR/NAME-sSEED.safetensors."
     # apart from runs/train, whose logs and metrics are in git: the tables and figures are drawn from git alone
     return Path(weights_dir) / f"{name}-s{seed}.safetensors"
 
+# %% ../nbs/04a_experiments.ipynb #9a1c95bf
 def file_md5(path) -> str:
     "The md5 of the file at `path`, as DVC records it."
     h = hashlib.md5()
@@ -68,6 +72,7 @@ def file_md5(path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""): h.update(block)
     return h.hexdigest()
 
+# %% ../nbs/04a_experiments.ipynb #d1ec6591
 def check_manifest(data: Path, name: str):
     "Refuse (one line) dataset directory `data` when experiment `name`'s manifest beside it names it with another content hash."
     manifest = manifest_path(data.parent, name)
@@ -76,6 +81,7 @@ def check_manifest(data: Path, name: str):
     except ValueError: raise ValueError(f"{manifest} is not JSON: restore it with `dvc checkout runs/data`, or regenerate it with `dvc repro generate`") from None
     if recorded.get("dataset") == data.name: check_dataset(data, recorded.get("md5"), manifest)
 
+# %% ../nbs/04a_experiments.ipynb #9b1ba626
 def train_experiment(exp: Experiment, seed: int, data_dir="runs/data", out_dir=None, checkpoint_root="runs/checkpoints",
                      progress=True, weights=None) -> dict:
     "Train seed `seed` of `exp` on its dataset under `data_dir`; its metrics, also in `out_dir/metrics.json`, and its weights in `weights` (default: in `out_dir`)."
@@ -89,6 +95,7 @@ def train_experiment(exp: Experiment, seed: int, data_dir="runs/data", out_dir=N
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
     return metrics
 
+# %% ../nbs/04a_experiments.ipynb #14c2ba10
 def load_trained(name: str, seed: int, weights, record, device="cpu") -> tuple:
     "(model, metrics) of seed `seed` of experiment `name`: its weights and dataset checked against `record`, the metrics.json its train run wrote."
     weights, record = Path(weights), Path(record)

@@ -34,6 +34,7 @@ class MatrixScan:
     first_pc: torch.Tensor  # (d,) float64 unit first principal component of the centred rows
     norms: torch.Tensor     # (V,) float32 L2 norm of every row
 
+# %% ../nbs/07c_gemma_stats.ipynb #d624e9db
 def scan_matrix(reader, # SafetensorsRows or GGUFRows
                 ids, # token ids whose rows to keep
                 n_rows: int | None = None, # rows that are vocabulary (None: all)
@@ -64,6 +65,7 @@ def unit_rows(x: torch.Tensor) -> torch.Tensor:
     "Rows scaled to unit length (zero rows stay zero)."
     return x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
+# %% ../nbs/07c_gemma_stats.ipynb #c338879d
 def pairwise_cosines(x: torch.Tensor) -> torch.Tensor:
     "(k(k-1)/2,) cosine of every pair of distinct rows of `x` (k, d)."
     gram = unit_rows(x.double()) @ unit_rows(x.double()).T
@@ -77,6 +79,7 @@ def bootstrap_counts(k: int, n_boot: int, seed: int) -> torch.Tensor:
     flat = (draws + k * np.arange(n_boot)[:, None]).ravel()
     return torch.from_numpy(np.bincount(flat, minlength=n_boot * k).reshape(n_boot, k).astype(np.float32))
 
+# %% ../nbs/07c_gemma_stats.ipynb #2d5b5933
 def bootstrap_pairwise(x: torch.Tensor, counts: torch.Tensor, block: int = 256) -> torch.Tensor:
     "(B,) mean cosine over pairs of distinct tokens, for each resample in `counts` (B, k)."
     gram = unit_rows(x) @ unit_rows(x).T
@@ -88,6 +91,7 @@ def bootstrap_pairwise(x: torch.Tensor, counts: torch.Tensor, block: int = 256) 
         out.append(torch.where(n_pairs > 0, within / n_pairs.clamp_min(1), torch.nan))
     return torch.cat(out)
 
+# %% ../nbs/07c_gemma_stats.ipynb #91736ed4
 def bootstrap_mean(values: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     "(B,) mean of per-token `values` (k,) over each resample."
     return counts @ values.float() / counts.shape[1]
@@ -102,10 +106,12 @@ def centroid_cosines(x: torch.Tensor) -> torch.Tensor:
 # %% ../nbs/07c_gemma_stats.ipynb #dba4bf5f
 MAGIKARP = ("magikarp_raw", "magikarp_no_pc1", "magikarp_centred")
 
+# %% ../nbs/07c_gemma_stats.ipynb #feb8f853
 def cosine_distance(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     "(k,) one minus the cosine of each row of `x` with the vector `v`."
     return 1 - unit_rows(x.double()) @ (v.double() / v.double().norm().clamp_min(1e-12))
 
+# %% ../nbs/07c_gemma_stats.ipynb #c73492cf
 def magikarp_indicators(x: torch.Tensor, # (k, d) rows to score
                         unused: torch.Tensor, # (u, d) rows of known-unused tokens
                         scan: MatrixScan, # the vocabulary's mean row and first principal component
@@ -123,6 +129,7 @@ def _interval(samples: torch.Tensor, ci: float) -> tuple:
     lo, hi = np.nanquantile(samples.double().numpy(), [(1 - ci) / 2, (1 + ci) / 2])  # NaN: a resample of one token
     return float(lo), float(hi)
 
+# %% ../nbs/07c_gemma_stats.ipynb #f94cb339
 def set_statistics(x: torch.Tensor, # (k, d) rows of one token set
                    unused: torch.Tensor | None, # (u, d) known-unused rows for the Magikarp indicators; None: skip
                    scan: MatrixScan, # the pass that read them
@@ -168,6 +175,7 @@ class GemmaConfig:
         if self.chunk_rows < 1 or self.pair_samples < 0 or self.threads < 1:
             raise ValueError("chunk_rows and threads must be positive, pair_samples non-negative")
 
+# %% ../nbs/07c_gemma_stats.ipynb #074bc969
 @dataclass
 class ModelResult:
     "One model's contribution: its row of models.csv, its rows of the table, sampled pairwise cosines."
@@ -182,6 +190,7 @@ def _sample_pairs(x: torch.Tensor, n: int, seed: int) -> np.ndarray:
     if len(cos) <= n: return cos
     return cos[np.random.default_rng(seed).choice(len(cos), n, replace=False)]
 
+# %% ../nbs/07c_gemma_stats.ipynb #791b68ff
 def _checkpoint_info(ckpt: Checkpoint, reserved: ReservedTokens) -> dict:
     mb = 2 ** 20
     return {"model": ckpt.source.name, "source": ckpt.source.spec, "path": str(ckpt.source.path),
@@ -191,6 +200,7 @@ def _checkpoint_info(ckpt: Checkpoint, reserved: ReservedTokens) -> dict:
             "embedding_stored_mb": ckpt.embedding.stored_bytes / mb,
             "embedding_float32_mb": math.prod(ckpt.embedding.shape) * 4 / mb}
 
+# %% ../nbs/07c_gemma_stats.ipynb #de888dca
 def analyse_checkpoint(ckpt: Checkpoint, cfg: GemmaConfig, progress: bool = True) -> ModelResult:
     "Collapse statistics of every token set in every matrix (embedding; unembedding when untied) of `ckpt`."
     reserved = find_reserved(ckpt.vocab)
@@ -226,6 +236,7 @@ def _rss_now_mb() -> float:
         return int(line.split()[1]) / 1024
     except (OSError, StopIteration): return float("nan")
 
+# %% ../nbs/07c_gemma_stats.ipynb #952f94e5
 def _reset_peak_rss():
     "Restart the peak-memory count here (Linux), so start-up transients of the process are not counted."
     try: Path("/proc/self/clear_refs").write_text("5")
@@ -250,6 +261,7 @@ def _analyse_source(source: ModelSource, cfg: GemmaConfig, progress: bool) -> Mo
     result.info.update(seconds=time.time() - start, baseline_rss_mb=baseline, peak_rss_mb=_peak_rss_mb())
     return result
 
+# %% ../nbs/07c_gemma_stats.ipynb #672df46b
 def analyse_model(name: str, # label in tables and figures
                   spec: str, # `path`, `hf:org/name` or `package:module`
                   cfg: GemmaConfig, # analysis settings

@@ -20,6 +20,7 @@ __all__ = ['EMBEDDING_NAMES', 'UNEMBEDDING_NAMES', 'GGUFTensorInfo', 'GGUFHeader
 _GGUF_SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 _GGUF_STRING, _GGUF_ARRAY = 8, 9
 
+# %% ../nbs/07b_gemma_weights.ipynb #298c17b1
 @dataclass
 class GGUFTensorInfo:
     "Where one tensor lies in a GGUF file."
@@ -36,6 +37,7 @@ class GGUFHeader:
     tensors: dict      # name -> GGUFTensorInfo
     data_offset: int   # file offset of the aligned data section
 
+# %% ../nbs/07b_gemma_weights.ipynb #566ed6c5
 class _Cursor:
     "Little-endian reads from a buffer at a moving position."
     def __init__(self, buf): self.buf, self.pos = buf, 0
@@ -69,6 +71,7 @@ def _gguf_value(cur: _Cursor, vtype: int, keep_strings: bool):
         return None
     return [_gguf_value(cur, itype, keep_strings) for _ in range(n)]  # arrays of arrays: rare, small
 
+# %% ../nbs/07b_gemma_weights.ipynb #e1c5539e
 def read_gguf_header(path, # a .gguf file
                      keep_string_arrays=("tokenizer.ggml.tokens",), # string arrays worth their memory
                     ) -> GGUFHeader:
@@ -117,6 +120,7 @@ class SafetensorsRows:
         "Rows `start:stop` as float32, shape (stop-start, d)."
         return self._handle.get_slice(self.name)[start:stop].float()
 
+# %% ../nbs/07b_gemma_weights.ipynb #134c09a6
 class GGUFRows:
     "Rows of one (possibly quantised) GGUF tensor, dequantised a block at a time from a memory map."
     def __init__(self, header: GGUFHeader, name: str):
@@ -142,6 +146,7 @@ EMBEDDING_NAMES = ("embed_tokens.weight", "word_embeddings.weight", "wte.weight"
 UNEMBEDDING_NAMES = ("lm_head.weight",)
 _DECODER_HEADS = ("ForCausalLM", "ForConditionalGeneration", "LMHeadModel", "ForMaskedLM")
 
+# %% ../nbs/07b_gemma_weights.ipynb #d4db4149
 @dataclass
 class Checkpoint:
     "What the analysis needs from a checkpoint, read from its headers: no tensor is loaded."
@@ -153,6 +158,7 @@ class Checkpoint:
     unembedding: object # rows of a separate output matrix; None when tied or absent
     tied: str           # 'yes', 'no', or 'no head' (an encoder without an output layer)
 
+# %% ../nbs/07b_gemma_weights.ipynb #d9fd3f21
 def open_gguf(source: ModelSource) -> Checkpoint:
     "A GGUF checkpoint: architecture, tokens and tensor directory from its header."
     header = read_gguf_header(source.path)
@@ -184,6 +190,7 @@ def _safetensors_files(directory: Path) -> list:
                                         f"save_pretrained (safetensors is the default) or convert its .bin files")
     return files
 
+# %% ../nbs/07b_gemma_weights.ipynb #013bd9ed
 def _tensor_directory(files: list) -> dict:
     "name -> (file, shape, dtype) for every tensor, from the files' headers."
     out = {}
@@ -197,11 +204,13 @@ def _tensor_directory(files: list) -> dict:
             raise CheckpointError(f"cannot read {file}: {e}; fix: re-download it") from None
     return out
 
+# %% ../nbs/07b_gemma_weights.ipynb #bfffcd1b
 def _find_tensor(tensors: dict, suffixes) -> str | None:
     "The 2-d tensor whose name ends in one of `suffixes`, the largest if several do."
     names = [n for n in tensors if n.endswith(suffixes) and len(tensors[n][1]) == 2]
     return max(names, key=lambda n: tensors[n][1][0], default=None)
 
+# %% ../nbs/07b_gemma_weights.ipynb #f40ca4d3
 def open_hf(source: ModelSource) -> Checkpoint:
     "A Hugging Face checkpoint directory: config, tokenizer files and safetensors headers."
     directory = source.path
@@ -217,6 +226,7 @@ def open_hf(source: ModelSource) -> Checkpoint:
     return Checkpoint(source, config.get("model_type", "?"), n_parameters, read_hf_vocabulary(directory),
                       rows(embed), rows(unembed) if unembed else None, tied)
 
+# %% ../nbs/07b_gemma_weights.ipynb #74da3d8f
 def open_checkpoint(source: ModelSource) -> Checkpoint:
     "Open a GGUF file or a Hugging Face directory, headers only; check the vocabulary fits the matrix."
     ckpt = open_gguf(source) if source.kind == "gguf" else open_hf(source)

@@ -49,6 +49,7 @@ VARIANTS = {
     "copy_reset":  ({"copy": "embed"}, {"reset_every": 500, "reset_quiet": 1500}),
 }
 
+# %% ../nbs/03_interventions.ipynb #0d72f478
 def variant_settings(name: str, model: dict | None = None, intervention: dict | None = None):
     "The `ModelConfig` keyword overrides and `InterventionConfig` of a named variant, plus explicit overrides."
     if name not in VARIANTS: raise ValueError(f"variant={name!r}: expected one of {sorted(VARIANTS)}")
@@ -66,10 +67,12 @@ def embedding_parameters(model: Transformer) -> list:
     "The embedding matrix, and the unembedding matrix when it is a separate parameter."
     return [model.wte.weight] + ([] if model.cfg.tied else [model.lm_head.weight])
 
+# %% ../nbs/03_interventions.ipynb #e6b973c7
 def freeze_embeddings(model: Transformer):
     "Stop gradients to the (un)embeddings (build the optimiser afterwards so they get no weight decay)."
     for p in embedding_parameters(model): p.requires_grad_(False)
 
+# %% ../nbs/03_interventions.ipynb #4656d804
 @torch.no_grad()
 def reset_embeddings(model: Transformer, optimizer: torch.optim.Optimizer | None, generator: torch.Generator | None = None,
                      reset_optimizer: bool = True, keep_rows: int = 0):

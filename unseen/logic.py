@@ -113,12 +113,14 @@ def _pick(rng, allowed, k=1):
     idx = np.argsort(keys, axis=1, kind="stable")[:, :k]
     return np.where(np.take_along_axis(keys, idx, 1) < 2.0, idx, -1)
 
+# %% ../nbs/00_logic.ipynb #6dc479d8
 def _shuffle_rows(rng, values, present):
     "Randomly permute each row's present entries to the front (absent ones, -1, go last)."
     keys = np.where(present, rng.random(present.shape), 2.0)
     idx = np.argsort(keys, axis=1, kind="stable")
     return np.take_along_axis(values, idx.reshape(idx.shape + (1,) * (values.ndim - 2)), 1)
 
+# %% ../nbs/00_logic.ipynb #330b5b28
 def _uniform(rng, lohi, n):
     "`n` integers uniform on the inclusive range `lohi`."
     return rng.integers(lohi[0], lohi[1] + 1, n)

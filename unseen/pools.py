@@ -21,9 +21,12 @@ real red rich right rough round sad safe sharp short silent simple slow small sm
 strong sweet tall thick thin tight tiny warm weak wet white whole wide wild wise wrong young
 """.split())
 LETTERS = tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+# %% ../nbs/07a_pools.ipynb #a7b68ca9
 POOLS = ("unused", "unused_all", "random", "adjectives", "letters")
 POOL_SIZES = dict(unused=GEMMA3_UNUSED, unused_all=2000, random=1000, adjectives=100, letters=26)
 
+# %% ../nbs/07a_pools.ipynb #7deb2e53
 @dataclass(frozen=True)
 class PoolToken:
     "One token of a comparison pool."
@@ -38,11 +41,13 @@ def _seeded_prefix(ids, n: int, seed: int, pool: str) -> list:
     ids = np.asarray(ids, dtype=np.int64)
     return ids[rng.permutation(len(ids))][:n].tolist()
 
+# %% ../nbs/07a_pools.ipynb #cbe02e7b
 def _single_token_words(vocab: Vocabulary, words) -> list:
     "Ids of the `words` that are one word-start piece in `vocab`, in the order given."
     ids = (vocab.ids.get(vocab.word_piece(w)) for w in words)
     return [i for i in ids if i is not None and i not in vocab.special]
 
+# %% ../nbs/07a_pools.ipynb #ab069805
 def ordinary_word_ids(vocab: Vocabulary) -> list:
     "Ids of pieces that start a word and are 3 or more ASCII letters: used tokens, as plain as they come."
     marker = WORD_START[vocab.style]
@@ -61,6 +66,7 @@ def _pool_ids(vocab: Vocabulary, reserved: ReservedTokens, pool: str, n: int, se
         return _seeded_prefix(letters, n, seed, pool)
     raise ValueError(f"unknown token pool {pool!r}; pools: {POOLS}")
 
+# %% ../nbs/07a_pools.ipynb #542c025d
 def token_pools(vocab: Vocabulary, # the model's vocabulary
                 sizes: dict | None = None, # pool name -> number of tokens (at most); None: POOL_SIZES
                 seed: int = 0, # seeds every sampled pool

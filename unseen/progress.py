@@ -16,6 +16,7 @@ __all__ = ['PROGRESS_ENV', 'PROGRESS_FORMAT', 'LastLine', 'progress_bar', 'read_
 PROGRESS_ENV = "UNSEEN_PROGRESS"   # the environment variable naming a stage's progress file
 PROGRESS_FORMAT = "{desc}: {n_fmt}/{total_fmt} ({percentage:.0f}%), {elapsed} elapsed, ETA {remaining}{postfix}"
 
+# %% ../nbs/10a_progress.ipynb #ddae2a26
 class LastLine:
     "A file-like object for tqdm that keeps only the bar's latest line, in `path` (replaced whole, never half written)."
     def __init__(self, path): self.path = Path(path)  # the progress file
@@ -38,6 +39,7 @@ def progress_bar(iterable=None,  # what to loop over, as for tqdm
     # disable=False said explicitly: TQDM_DISABLE (no bars on a screen) does not silence the progress file
     return text_tqdm(iterable, file=LastLine(path), mininterval=2.0, bar_format=PROGRESS_FORMAT, **{"disable": False, **kwargs})
 
+# %% ../nbs/10a_progress.ipynb #b86e1a92
 def read_progress(path) -> str:
     "The latest line of a progress file, or '' when there is none yet."
     try: return Path(path).read_text().strip()

@@ -25,6 +25,7 @@ def locked_outputs(root=".") -> dict:
         outs.update({(base / o["path"]).as_posix(): (o["md5"], o.get("hash") or "md5-dos2unix") for o in entries if o.get("md5")})
     return outs
 
+# %% ../nbs/11a_pull.ipynb #7c66a78c
 def unsafe_relpath(rel) -> bool:
     "Whether a manifest entry's path could leave its directory: absolute, a drive, `..`, empty or not text."
     if not isinstance(rel, str) or not rel or "\x00" in rel: return True
@@ -48,6 +49,7 @@ def check_manifest(out: str, md5: str, data: bytes) -> str:
 # %% ../nbs/11a_pull.ipynb #057bca9d
 DVC = [sys.executable, "-m", "dvc"]
 
+# %% ../nbs/11a_pull.ipynb #30a9110b
 def check_manifests(root=".", remote: str | None = None) -> list:
     "Fetch, check and cache every directory manifest `dvc.lock` names; the problems (a bad one is deleted, never cached)."
     from dvc.repo import Repo
@@ -73,6 +75,7 @@ def check_manifests(root=".", remote: str | None = None) -> list:
 # %% ../nbs/11a_pull.ipynb #dd611a68
 PLACEHOLDER = "unpublished.invalid"  # the host of the public remote's URL until the maintainers publish the cache
 
+# %% ../nbs/11a_pull.ipynb #fa21e6d4
 def unpublished(remote: str | None = None, root=".") -> str:
     "The one line to show instead of pulling when `remote` (default: the default remote) is the unpublished placeholder, else an empty string."
     from dvc.repo import Repo
@@ -83,8 +86,10 @@ def unpublished(remote: str | None = None, root=".") -> str:
     return (f"unseen-pull: no public copy of the results yet ({name} is {url}): the tables, metrics and figures are in git, "
             "and `dvc repro` (or `unseen-repro -j 2`) regenerates the rest; docs/remote.md says how a copy is published.")
 
+# %% ../nbs/11a_pull.ipynb #28712a4b
 TIMEOUT = 1800   # seconds for the whole pull: a server that trickles bytes resets every read timeout, never this
 
+# %% ../nbs/11a_pull.ipynb #70de661b
 class PullTimeout(Exception): "The whole pull took longer than its limit."
 
 @contextlib.contextmanager
@@ -98,6 +103,7 @@ def deadline(seconds: float):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0); signal.signal(signal.SIGALRM, before)
 
+# %% ../nbs/11a_pull.ipynb #f856da40
 def pull(targets=(), remote: str | None = None, jobs: int | None = None, root=".", timeout: float = TIMEOUT) -> int:
     "`check_manifests`, then `dvc pull` only when every manifest passed, all within `timeout` seconds; the exit status."
     from dvc.exceptions import DvcException
@@ -120,6 +126,7 @@ def pull(targets=(), remote: str | None = None, jobs: int | None = None, root=".
     try: return subprocess.run([*DVC, "pull", *opts, *targets], cwd=root, timeout=max(end - time.monotonic(), 1)).returncode
     except subprocess.TimeoutExpired: print(late, file=sys.stderr); return 3
 
+# %% ../nbs/11a_pull.ipynb #0b085dfe
 def main(argv=None):
     "Command line: `unseen-pull [TARGET ...] [-r REMOTE] [-j N] [--timeout SECONDS]`."
     ap = argparse.ArgumentParser(prog="unseen-pull", description="dvc pull, with every directory manifest checked against dvc.lock first.")

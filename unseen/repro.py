@@ -24,6 +24,7 @@ def upstream(dag: dict, names) -> set:
         if name not in seen: seen.add(name); todo += dag[name]
     return seen
 
+# %% ../nbs/11_repro.ipynb #68bfc685
 def downstream(dag: dict, names) -> set:
     "`names` and every stage of `dag` that depends on one of them, directly or not."
     users = {n: [m for m, ups in dag.items() if n in ups] for n in dag}
@@ -36,11 +37,13 @@ def stage_name(stage) -> str:
     name = getattr(stage, "name", None)
     return path if not name else name if path == "dvc.yaml" else f"{path}:{name}"
 
+# %% ../nbs/11_repro.ipynb #e4f57cc3
 def is_target(name: str, target: str) -> bool:
     "Whether stage `name` is `target`, or a cell of the matrix `target` (`train` for `train@standard-0`)."
     target = target.removeprefix("./").removeprefix("dvc.yaml:")
     return name == target or name.startswith(target + "@")
 
+# %% ../nbs/11_repro.ipynb #90232f62
 def pipeline_dag(root=".", targets=None) -> dict:
     "Each DVC stage (all, or `targets` and their upstream) mapped to the stages it depends on, in `dvc.yaml` order."
     from dvc.repo import Repo
@@ -63,8 +66,10 @@ def dvc_env() -> dict:
     return {**os.environ, "DVC_NO_ANALYTICS": "1", "PYTHONUNBUFFERED": "1",
             "PATH": scripts + os.pathsep + os.environ.get("PATH", "")}
 
+# %% ../nbs/11_repro.ipynb #8683a2f2
 DVC = [sys.executable, "-m", "dvc", "--wait-for-lock"]
 
+# %% ../nbs/11_repro.ipynb #148da5ce
 def dvc_status(root=".") -> dict:
     "`dvc status --json`: each stage that is not up to date, with what changed."
     r = subprocess.run([*DVC, "status", "--json"], cwd=root, env=dvc_env(), capture_output=True, text=True)
@@ -74,10 +79,12 @@ def dvc_status(root=".") -> dict:
 # %% ../nbs/11_repro.ipynb #bf6cffda
 FIRST = ("finetune",)   # the longest stage, which needs no other: started first, so it runs beside the training
 
+# %% ../nbs/11_repro.ipynb #8e32d57d
 def depth(dag: dict, name: str) -> int:
     "How many stages lie above `name` on its longest upstream chain (0: it needs none)."
     return max((1 + depth(dag, u) for u in dag[name]), default=0)
 
+# %% ../nbs/11_repro.ipynb #1b54b631
 def repro_plan(dag: dict, stale, first=FIRST) -> dict:
     "The stages to run, `stale` ones and all downstream of them, each with its upstream stages that also run, in the order to prefer."
     run = downstream(dag, stale)
@@ -98,12 +105,14 @@ class StageRun:
     @property
     def ok(self) -> bool: return self.returncode == 0
 
+# %% ../nbs/11_repro.ipynb #94dd27e9
 def _guarded(run_one, name) -> StageRun:
     "`run_one(name)`, with an exception turned into a failed `StageRun`."
     start = time.monotonic()
     try: return run_one(name)
     except Exception as e: return StageRun(name, -1, time.monotonic() - start, note=f"{type(e).__name__}: {e}")
 
+# %% ../nbs/11_repro.ipynb #04cb065c
 def run_dag(plan: dict, run_one, jobs=2, on_start=None, on_finish=None) -> dict:
     "Call `run_one(name) -> StageRun` for each stage of `plan` after its upstream ones, `jobs` at a time; none more after a failure."
     results, running, pending = {}, {}, list(plan)
@@ -128,13 +137,17 @@ def run_dag(plan: dict, run_one, jobs=2, on_start=None, on_finish=None) -> dict:
 
 # %% ../nbs/11_repro.ipynb #51245a16
 LOCK_ERRORS = ("Unable to acquire lock", "is busy, it is being blocked by")
+
+# %% ../nbs/11_repro.ipynb #e17ab9d7
 NOTES = {"didn't change, skipping": "up to date", "is cached - skipping run": "restored from the run-cache",
          "is frozen": "frozen"}
 
+# %% ../nbs/11_repro.ipynb #10cb9166
 def log_path(name: str, root=".") -> Path:
     "Where the output of stage `name` goes: `runs/logs/NAME.log`, any `/` or `:` in `NAME` as `_`."
     return Path(root) / "runs" / "logs" / (re.sub(r"[^\w@.+=-]", "_", name) + ".log")
 
+# %% ../nbs/11_repro.ipynb #ea34fad4
 def repro_stage(name: str, root=".", retries=5, retry_wait=2.0) -> StageRun:
     "`dvc repro --single-item NAME`, its output time stamped into its log; run again when it fails on a DVC lock."
     log = log_path(name, root)
@@ -163,10 +176,12 @@ def progress_path(name: str, root=".") -> Path:
     log = log_path(name, root)
     return log.with_name(log.name.removesuffix(".log") + ".progress")
 
+# %% ../nbs/11_repro.ipynb #8de01d30
 def stage_env(name: str, root=".") -> dict:
     "The environment of stage `name`'s `dvc repro`: `dvc_env()` and the stage's progress file in `UNSEEN_PROGRESS`."
     return {**dvc_env(), PROGRESS_ENV: str(progress_path(name, root).resolve())}
 
+# %% ../nbs/11_repro.ipynb #da7be0c3
 def report_progress(running: dict,       # stage name -> its progress file, kept up to date by the caller
                     say,                 # prints one line
                     every: float = 30.0, # seconds between looks
@@ -185,6 +200,7 @@ def _duration(seconds: float) -> str:
     s = int(seconds)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{seconds:.1f}s"
 
+# %% ../nbs/11_repro.ipynb #eca54565
 def repro(targets=None, jobs=2, root=".", retries=5, retry_wait=2.0, progress=None, progress_every=30.0, run_one=None) -> dict:
     "Bring the pipeline (or `targets` and their upstream) up to date, `jobs` stages at a time; the `StageRun` of each stage run."
     run_one = run_one or (lambda n: repro_stage(n, root, retries, retry_wait))  # how one stage runs: here, or e.g. on a cluster (12_cluster)
@@ -223,6 +239,7 @@ def repro(targets=None, jobs=2, root=".", retries=5, retry_wait=2.0, progress=No
 # %% ../nbs/11_repro.ipynb #64467a36
 RESULTS = ("dvc.lock", "runs/", "figures/")   # what a working copy leaves behind: the pipeline's results
 
+# %% ../nbs/11_repro.ipynb #0864cd02
 def working_copy(root, dest) -> Path:
     "The code of the git repository at `root` (tracked and new files, no results) copied to `dest`, a fresh git repository."
     root, dest = Path(root), Path(dest)
@@ -239,6 +256,7 @@ def working_copy(root, dest) -> Path:
         subprocess.run(cmd, cwd=dest, check=True, capture_output=True)
     return dest
 
+# %% ../nbs/11_repro.ipynb #44647807
 def repro_profile(profile: str,     # NAME of params-NAME.yaml beside params.yaml: smoke, paper
                   dest=None,        # the copy's folder, new or empty (default: a new temporary folder)
                   root=".",         # the repository to copy

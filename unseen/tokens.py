@@ -16,6 +16,7 @@ __all__ = ['STRUCTURE', 'PAD', 'BOS', 'EOS', 'COMMA', 'DOT', 'QMARK', 'EQUALS', 
 STRUCTURE = ("<pad>", "<bos>", "<eos>", ",", ".", "?", "=", ">", "T", "F")
 PAD, BOS, EOS, COMMA, DOT, QMARK, EQUALS, ARROW, TRUE, FALSE = range(len(STRUCTURE))
 
+# %% ../nbs/01_tokens.ipynb #66e4ba94
 @dataclass(frozen=True)
 class Vocab:
     "Token ids: structure tokens, then seen names `s*`, then unseen names `u*`."
@@ -41,6 +42,7 @@ class Vocab:
 # %% ../nbs/01_tokens.ipynb #2262af73
 COT_FORMATS = ("rules", "derived", "arrow")  # see `serialize`
 
+# %% ../nbs/01_tokens.ipynb #e1821c2b
 @dataclass
 class Sequences:
     "Token sequences stored back to back: sequence `i` is `tokens[offsets[i]:offsets[i+1]]`."
@@ -89,6 +91,7 @@ def _rule_tokens(batch: ProblemBatch, names: np.ndarray, cot_format: str):
         parts.insert(1, np.full((N, R, 1), ARROW)); masks.insert(1, present[..., None])
     return np.concatenate(parts, -1), np.concatenate(masks, -1)
 
+# %% ../nbs/01_tokens.ipynb #d8c9e951
 def serialize(batch: ProblemBatch, names: np.ndarray, cot_format: str = "derived") -> Sequences:
     "Write each problem with variable `v` of row `i` named `names[i, v]`, as prompt + chain of thought + answer."
     if cot_format not in COT_FORMATS: raise ValueError(f"cot_format={cot_format!r}: expected one of {COT_FORMATS}")
@@ -128,6 +131,7 @@ def draw_names(rng: np.random.Generator, pool: np.ndarray, n: int, n_vars: int) 
         if not bad.any(): return pool[names]
         names[bad] = rng.integers(0, len(pool), (int(bad.sum()), n_vars))
 
+# %% ../nbs/01_tokens.ipynb #2774cc54
 SCENARIOS = ("s1", "s2", "s3")
 
 def scenario_names(batch: ProblemBatch, vocab: Vocab, rng: np.random.Generator) -> dict:
