@@ -67,7 +67,7 @@ def _km_rows(d: pd.DataFrame) -> list:
     if np.isinf(d["upper"]).all():                                 # no crossing: nothing to fit, the curve stays at 1
         return [(0.0, 1.0), (float(d["lower"].max()), 1.0)]
     sf = kaplan_meier(d)[d["condition"].iloc[0]].survival_function_.iloc[:, 0]   # the NPMLE's upper estimate
-    return [(float(t), float(v)) for t, v in sf.items()]
+    return [(0.0, 1.0)] + [(float(t), float(v)) for t, v in sf.items()]         # every run starts not yet there
 
 def plot_survival(iv: pd.DataFrame, budget: int | None = None):
     "Kaplan-Meier curves per condition, one panel per endpoint (`metric`): the share of runs not yet there against steps (log scale): (figure, data)."
@@ -128,21 +128,25 @@ def survival_summary(log: pd.DataFrame, slow_conditions, metric: str = PRIMARY["
 ANSWER_METRICS = ("exact", "answer_acc")   # endpoints a run answering at chance can cross by luck
 
 def survival_table(log: pd.DataFrame, endpoints: dict, # metric -> threshold, the primary first
+                   budget: int | None = None, # the runs' budget: a run censored there has not crossed within it
                    reference=WORDS, model: str = "lognormal") -> pd.DataFrame:
     "Per endpoint and condition not in `reference`: runs and censored runs, the AFT time ratio to `reference` [95%], log-rank p, a note."
     rows = []
     for metric, threshold in endpoints.items():
         iv = crossing_intervals(log, metric, threshold)
         ref = iv[iv["condition"].isin(reference)]
-        for c in [c for c in dict.fromkeys(iv["condition"]) if c not in reference]:
+        for c in [c for c in dict.fromkeys(log["condition"]) if c not in reference]:
             slow = iv[iv["condition"] == c]
             row = {"metric": metric, "threshold": threshold, "condition": c, "model": model, "ratio": np.nan, "lo": np.nan,
                    "hi": np.nan, "p": np.nan, "runs": len(slow) + len(ref), "censored": int(slow["censored"].sum() + ref["censored"].sum()),
                    "slow_runs": len(slow), "slow_censored": int(slow["censored"].sum()), "logrank_p": np.nan, "note": ""}
             notes = []
-            if slow["censored"].any():
-                notes.append(f"{int(slow['censored'].sum())} of {len(slow)} runs not there within the budget"
-                             + (" (answer not learned)" if metric in ANSWER_METRICS else ""))
+            cens = slow[slow["censored"]]
+            if len(cens):   # at the budget: not crossed within it; before it: the run stopped under another rule
+                at_budget = budget is not None and (cens["lower"] >= budget).all()
+                notes.append(f"{len(cens)} of {len(slow)} runs not there " + (f"within the {budget}-step budget" if at_budget else
+                             f"by their last evaluation (steps {', '.join(str(int(v)) for v in cens['lower'])})")
+                             + (" (answer not learned)" if at_budget and metric in ANSWER_METRICS else ""))
             if not len(ref): notes.append("no words condition")
             elif slow["censored"].all() or ref["censored"].all():
                 notes.append("one side never crossed: no finite ratio")
@@ -160,7 +164,7 @@ def write_survival(out_dir, figures_dir, grid: GridResult) -> pd.DataFrame:
     cfg = grid.cfg
     endpoints = cfg.endpoints()
     iv = pd.concat([crossing_intervals(grid.log, m, t).assign(threshold=t) for m, t in endpoints.items()], ignore_index=True)
-    table = survival_table(grid.log, endpoints)
+    table = survival_table(grid.log, endpoints, cfg.steps)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     iv.to_csv(out / "crossings.csv", index=False); table.to_csv(out / "survival.csv", index=False)
     fig, data = plot_survival(iv, cfg.steps)
