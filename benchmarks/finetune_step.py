@@ -13,7 +13,7 @@ same weights so the ratios hold on a noisy machine:
     chunks       `score_held_out` with `held_out_chunks`: encoded once, longest first, each chunk cut to its longest
                  problem; one float copy read by the argmax and the loss
     screened     the same, told the endpoints still to cross (params.yaml's): it stops once none can cross at this
-                 evaluation; at step 0 (no derived names right) that is after 52 of 128 problems
+                 evaluation; at step 0 (no derived names right) 52 wrong decide it, read in whole chunks: 64 of 128
 
 The metrics of `reference` and `chunks` are checked equal (derived_exact, answer_acc, exact exactly; the loss to
 1e-3, as bf16 matmuls of different shapes round differently). `--profile` prints torch.profiler's table of a few
