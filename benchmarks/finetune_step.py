@@ -9,9 +9,10 @@ same weights so the ratios hold on a noisy machine:
 
     step         one optimiser step of `unseen.finetune_run.finetune`'s loop (batch, forward, backward, clip, AdamW)
     reference    the plain evaluation: every problem, chunks of eval_batch in held-out order padded to the chunk's
-                 longest, the argmax taken on the bf16 logits and the loss on a float copy of them
+                 longest, the task columns copied into new logits, the argmax taken on the bf16 logits and the
+                 loss on a float copy of them
     chunks       `score_held_out` with `held_out_chunks`: encoded once, longest first, each chunk cut to its longest
-                 problem; one float copy read by the argmax and the loss
+                 problem; the task columns written into the logits in place; one float copy read by the argmax and the loss
     screened     the same, told the endpoints still to cross (params.yaml's): it stops once none can cross at this
                  evaluation; at step 0 (no derived names right) 52 wrong decide it, read in whole chunks: 64 of 128
 
@@ -32,6 +33,19 @@ from unseen.finetune_rows import TaskRows, target_logits
 from unseen.finetune_run import METRICS, FinetuneConfig, _to, held_out_chunks, score_held_out
 
 
+def reference_logits(model, rows, enc) -> tuple:
+    "`unseen.finetune_rows.target_logits` as the plain evaluation had it: the task columns copied into a new logits tensor."
+    predicts = enc.kind[:, 1:] > 0
+    hidden = model.base_model(inputs_embeds=rows.embed(model, enc.ids), attention_mask=enc.mask).last_hidden_state
+    h = hidden[:, :-1][predicts]
+    out = model.get_output_embeddings()
+    logits = F.linear(h, out.weight.detach()).index_copy(1, rows.ids, F.linear(h, rows.input_rows.to(h.dtype)))
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    if cap: logits = torch.tanh(logits / cap) * cap
+    problem = torch.arange(len(enc))[:, None].expand_as(predicts)[predicts]
+    return logits, enc.ids[:, 1:][predicts], enc.kind[:, 1:][predicts], problem
+
+
 @torch.no_grad()
 def reference_scores(model, rows, task, pool, cfg) -> dict:
     "The plain evaluation: chunks in held-out order, argmax on the logits as they come, metrics weighted by problems."
@@ -39,7 +53,7 @@ def reference_scores(model, rows, task, pool, cfg) -> dict:
     parts, n = [], len(task.held_out)
     for start in range(0, n, cfg.eval_batch):
         enc = _to(task.encode_held_out(start, start + cfg.eval_batch, pool), cfg.device)
-        logits, targets, kinds, problem = target_logits(model, rows, enc)
+        logits, targets, kinds, problem = reference_logits(model, rows, enc) if rows is not None and rows.tied else target_logits(model, rows, enc)
         wrong = logits.argmax(-1) != targets
         right = lambda span: float((torch.bincount(problem[wrong & span], minlength=len(enc)) == 0).float().mean())
         parts.append(({"loss": float(F.cross_entropy(logits.float(), targets)), "derived_exact": right((kinds == 1) | (kinds == 2)),

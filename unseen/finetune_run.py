@@ -16,8 +16,8 @@ from .geometry import mean_pairwise_cosine
 from .config import check_fields
 
 # %% auto #0
-__all__ = ['METRICS', 'RECIPES', 'target_counts', 'scores_of', 'target_scores', 'FinetuneConfig', 'held_out_chunks',
-           'score_held_out', 'rows_cosine', 'finetune']
+__all__ = ['METRICS', 'RECIPES', 'PROBLEM_METRICS', 'target_counts', 'scores_of', 'target_scores', 'FinetuneConfig',
+           'held_out_chunks', 'score_held_out', 'rows_cosine', 'finetune']
 
 # %% ../nbs/08b_finetune_run.ipynb #7e1edef8
 METRICS = ("loss", "derived_exact", "answer_acc", "exact", "var_acc")
@@ -103,6 +103,8 @@ class FinetuneConfig:
         return self.lr * min(1.0, step / self.warmup) if self.warmup else self.lr
 
 # %% ../nbs/08b_finetune_run.ipynb #5222abd5
+PROBLEM_METRICS = ("derived_exact", "answer_acc", "exact")   # shares of problems: what the problems not yet read can bound
+
 def held_out_chunks(task: Task, pool: Pool, cfg: FinetuneConfig) -> list:
     "The held-out problems named by `pool`, longest first, in chunks of eval_batch on cfg.device, each cut to its longest problem."
     enc = task.encode_held_out(0, len(task.held_out), pool)
@@ -127,7 +129,7 @@ def score_held_out(model, rows, task: Task, pool: Pool, cfg: FinetuneConfig,
         lg, tg, kd, pb = target_logits(model, rows, enc)
         for k, v in target_counts(lg, tg, kd, pb, len(enc)).items(): total[k] = total.get(k, 0) + v
         scored += len(enc)
-        if need and scored < n and all((total[m] + n - scored) / n < t for m, t in need.items()):
+        if need and scored < n and all(m in PROBLEM_METRICS and (total[m] + n - scored) / n < t for m, t in need.items()):
             return {**dict.fromkeys(METRICS, float("nan")), "scored": scored}
     return {**scores_of(total, n), "scored": scored}
 
