@@ -11,8 +11,9 @@ same weights so the ratios hold on a noisy machine:
     reference    the plain evaluation: every problem, chunks of eval_batch in held-out order padded to the chunk's
                  longest, the task columns copied into new logits, the argmax taken on the bf16 logits and the
                  loss on a float copy of them
-    chunks       `score_held_out` with `held_out_chunks`: encoded once, longest first, each chunk cut to its longest
-                 problem; the task columns written into the logits in place; one float copy read by the argmax and the loss
+    chunks       `score_held_out` with `held_out_chunks`: encoded once, in a fixed random order, each chunk cut to its
+                 longest problem; the task columns written into the logits in place; one float copy read by the argmax
+                 and the loss
     screened     the same, told the endpoints still to cross (params.yaml's): it stops once none can cross at this
                  evaluation; at step 0 (no derived names right) 52 wrong decide it, read in whole chunks: 64 of 128
 

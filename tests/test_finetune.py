@@ -249,6 +249,7 @@ def test_screened_evaluations_cross_where_full_ones_do(tiny):
     iv = {m: [crossing_intervals(d, m, t) for d in (full, screened)] for m, t in FinetuneConfig(**cfg).endpoints().items()}
     for m, (a, b) in iv.items(): pd.testing.assert_frame_equal(a, b)
     assert not iv["answer_acc"][0]["censored"].iloc[0] and iv["answer_acc"][0]["upper"].iloc[0] > 0   # crossed, after step 0
+    assert (screened.loc[screened["scored"] < 32, "exact"] < 0.5).all()    # a stopped evaluation: below the threshold it was told
     done = screened["scored"] == 32                                          # where it read every problem, the same metrics
     pd.testing.assert_frame_equal(full.loc[done, ["derived_exact", "exact", "answer_acc"]], screened.loc[done, ["derived_exact", "exact", "answer_acc"]])
 

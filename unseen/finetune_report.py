@@ -89,13 +89,8 @@ def threshold_table(st: pd.DataFrame, runs: pd.DataFrame, summary: pd.DataFrame 
 # %% ../nbs/08d_finetune_report.ipynb #7998179d
 def plot_learning_curves(log: pd.DataFrame, endpoints: dict, # metric -> threshold: dashed lines
                          metrics=("derived_exact", "answer_acc", "loss")):
-    "One panel per metric, one colour per condition, one line per seed, evaluations stopped early left out: (figure, data)."
-    data = log.melt(id_vars=["condition", "seed", "step"], value_vars=list(metrics), var_name="metric")  # NaN: stopped early, not drawn
-    if data["value"].isna().all():   # every evaluation stopped early (a smoke run): empty panels, said so
-        fig, axes = plt.subplots(1, len(metrics), figsize=(3.5 * len(metrics), 3.2), squeeze=False)
-        for ax, m in zip(axes.flat, metrics):
-            ax.set(title=f"held-out {m}", xlabel="step"); ax.text(0.5, 0.5, "no evaluation\nscored every problem", ha="center", transform=ax.transAxes)
-        return fig, data
+    "One panel per metric, one colour per condition, one line per seed: (figure, data)."
+    data = log.melt(id_vars=["condition", "seed", "step"], value_vars=list(metrics), var_name="metric")
     g = sns.relplot(data=data, x="step", y="value", hue="condition", units="seed", estimator=None, col="metric",
                     kind="line", facet_kws={"sharey": False}, height=3.2, aspect=1.1, lw=1.2, alpha=0.8)
     for ax, m in zip(g.axes.flat, metrics):

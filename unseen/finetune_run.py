@@ -106,10 +106,10 @@ class FinetuneConfig:
 PROBLEM_METRICS = ("derived_exact", "answer_acc", "exact")   # shares of problems: what the problems not yet read can bound
 
 def held_out_chunks(task: Task, pool: Pool, cfg: FinetuneConfig) -> list:
-    "The held-out problems named by `pool`, longest first, in chunks of eval_batch on cfg.device, each cut to its longest problem."
+    "The held-out problems named by `pool` in a fixed random order, in chunks of eval_batch on cfg.device, each cut to its longest problem."
     enc = task.encode_held_out(0, len(task.held_out), pool)
     lengths = enc.mask.sum(1)
-    order = torch.argsort(-lengths, stable=True)
+    order = torch.randperm(len(lengths), generator=torch.Generator().manual_seed(0))   # any prefix: a random subset
     chunks = []
     for start in range(0, len(order), cfg.eval_batch):
         i = order[start:start + cfg.eval_batch]
@@ -122,7 +122,7 @@ def score_held_out(model, rows, task: Task, pool: Pool, cfg: FinetuneConfig,
                    chunks: list | None = None, # `held_out_chunks` (None: encoded here)
                    need: dict | None = None, # metric -> threshold still to cross: stop once none can cross here
                   ) -> dict:
-    "Teacher-forced metrics on the held-out problems and `scored`, the problems read (NaN metrics where `need` stopped it early)."
+    "Teacher-forced metrics on the held-out problems and `scored`, the problems read (where `need` stopped it early: theirs)."
     model.eval()
     n, total, scored = len(task.held_out), {}, 0
     for enc in held_out_chunks(task, pool, cfg) if chunks is None else chunks:
@@ -130,8 +130,8 @@ def score_held_out(model, rows, task: Task, pool: Pool, cfg: FinetuneConfig,
         for k, v in target_counts(lg, tg, kd, pb, len(enc)).items(): total[k] = total.get(k, 0) + v
         scored += len(enc)
         if need and scored < n and all(m in PROBLEM_METRICS and (total[m] + n - scored) / n < t for m, t in need.items()):
-            return {**dict.fromkeys(METRICS, float("nan")), "scored": scored}
-    return {**scores_of(total, n), "scored": scored}
+            break                           # its shares stay below every threshold still to cross (see above)
+    return {**scores_of(total, scored), "scored": scored}
 
 def _to(enc: Encoded, device) -> Encoded:
     return Encoded(enc.ids.to(device), enc.mask.to(device), enc.kind.to(device))
@@ -169,7 +169,7 @@ def finetune(model, # a causal LM, weights in cfg.dtype on cfg.device: trained i
                "pool_cosine": rows_cosine(model, rows, pool.ids), "seconds": time.time() - start}
         log.append(row)
         if progress: progress(step, row)
-        crossed.update(m for m, t in endpoints.items() if row[m] >= t)   # NaN (a stopped evaluation) never crosses
+        crossed.update(m for m, t in endpoints.items() if row[m] >= t)   # a stopped evaluation's shares are below its thresholds
         return crossed == set(endpoints)
     reached = record(0, float("nan"))
     losses = []
