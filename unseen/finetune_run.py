@@ -62,7 +62,7 @@ class FinetuneConfig:
     eval_every: int = 5            # steps between evaluations (and one at step 0)
     eval_growth: float = 0.1       # the gap grows to this fraction of the step, in whole eval_every (0: every eval_every steps)
     eval_batch: int = 32           # held-out problems per forward pass
-    eval_screen: bool = True       # stop an evaluation once no endpoint still to cross can cross at it (its metrics: NaN)
+    eval_screen: bool = True       # stop an evaluation once no endpoint still to cross can cross at it (its metrics: the problems read)
     threshold_metric: str = "derived_exact"  # the primary endpoint's metric: one of METRICS (not loss)
     threshold: float = 0.6         # steps-to-threshold: first evaluation with threshold_metric >= this
     secondary_thresholds: dict = field(default_factory=lambda: {"exact": 0.7})  # further endpoints: metric -> threshold
