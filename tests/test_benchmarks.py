@@ -73,3 +73,31 @@ def test_dvc_reads_its_yaml_with_the_c_parser():
     "ruamel.yaml.clib is installed, so DVC's YAML(typ='safe') parses dvc.lock in C (benchmarks/dvc_lock.py: 3.6x)."
     from ruamel.yaml import YAML
     assert YAML(typ="safe").Parser.__name__ == "CParser"
+
+
+def test_finetune_step_benchmark_times_the_step_and_each_evaluation_against_the_plain_one(tmp_path):
+    "benchmarks/finetune_step.py on the tiny model: new/old ratios of the evaluations, and the same metrics from both."
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "finetune_step.py"), "--params", str(ROOT / "params-smoke.yaml"),
+                        "--model", "tiny", "--steps", "2", "--problems", "16", "--repeat", "1", "--out", str(tmp_path)],
+                       cwd=ROOT, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    row = json.loads((tmp_path / "finetune-step.json").read_text())
+    assert row["metrics_equal"] and row["new_over_old"]["reference"] == 1 and row["step_s"] > 0
+    assert row["scored"]["chunks"] == 16 and row["scored"]["screened"] < 16    # untrained: no endpoint can cross, stopped early
+    assert "new/old" in r.stdout
+
+
+def test_finetune_cost_estimate_reads_the_committed_runs():
+    "benchmarks/finetune_cost.py on runs/finetune/log.csv: the reserved names cost the most a seed; early-stopped evaluations read fewer problems."
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cost = lambda *a: subprocess.run([sys.executable, str(ROOT / "benchmarks" / "finetune_cost.py"), "--step-s", "1", "--eval-s", "8", *a],
+                                     cwd=ROOT, env=env, capture_output=True, text=True)
+    screened, plain = cost(), cost("--no-screen")
+    assert screened.returncode == 0 and plain.returncode == 0, screened.stderr[-3000:] + plain.stderr[-3000:]
+    table = lambda out: {line.split()[0]: [float(v) for v in line.split()[1:]] for line in out.splitlines()
+                         if line.split() and line.split()[0] in ("unused", "adjectives", "letters")}
+    s, p = table(screened.stdout), table(plain.stdout)
+    assert s["unused"][5] > 5 * s["letters"][5]                              # seconds per seed
+    assert all(s[c][3] < p[c][3] for c in s) and all(s[c][1] == p[c][1] for c in s)   # fewer problems read, the same steps
+    assert "core-minutes" in screened.stdout

@@ -175,8 +175,10 @@ def test_full_recipe_trains_every_row_the_loss_reaches(tiny):
 def test_threshold_stops_the_run_and_censoring_is_reported(tiny):
     _, tok, task = tiny
     model = tiny_gemma(seed=5)[0]
-    cfg = FinetuneConfig(steps=4, batch_size=4, eval_every=2, dtype="float32", threshold=0.0)
+    cfg = FinetuneConfig(steps=4, batch_size=4, eval_every=2, dtype="float32", threshold=0.0, secondary_thresholds={})
     assert finetune(model, task, make_pool(tok, "letters", 26, task.frags), cfg)["step"].tolist() == [0]
+    cfg = FinetuneConfig(steps=4, batch_size=4, eval_every=2, dtype="float32", threshold=0.0, secondary_thresholds={"exact": 1.01})
+    assert finetune(model, task, make_pool(tok, "letters", 26, task.frags), cfg)["step"].tolist() == [0, 2, 4]  # every endpoint
     cfg = FinetuneConfig(steps=4, batch_size=4, eval_every=2, dtype="float32", threshold=1.01 - 1e-9)
     log, runs = run_experiment(model, tok, task, parse_conditions({"unused": {"pool": "unused"}, "letters": {"pool": "letters"}}),
                                [0, 1], cfg, progress=False)
@@ -189,7 +191,7 @@ def test_threshold_stops_the_run_and_censoring_is_reported(tiny):
 
 
 def test_table_md_and_metrics_json_report_one_ratio(tmp_path):
-    "Both read one steps_summary: the same ratio and interval per condition, and no interval for a words condition."
+    "Both read one steps_summary: the same ratio of mean steps per condition, and no bootstrap interval beside it."
     conditions = ["unused"] * 3 + ["adjectives"] * 3 + ["letters"] * 3
     st = pd.DataFrame({"condition": conditions, "seed": [0, 1, 2] * 3, "metric": "derived_exact", "censored": False,
                        "steps": [90, 100, 130, 10, 12, 14, 8, 10, 12], "pool_cosine_at": 0.5, "answer_acc_at": 0.5})
@@ -203,12 +205,63 @@ def test_table_md_and_metrics_json_report_one_ratio(tmp_path):
     table = {r[0]: dict(zip(rows[0], r)) for r in rows[1:]}
     summary = steps_summary(st).set_index("condition")
     for c, r in summary.iterrows():
-        assert table[c]["ratio to words"] == f"{r['ratio']:.2f}" and metrics[c]["value"] == round(r["ratio"], 3)
-        if c in ("adjectives", "letters"):   # in their own denominator: no interval, in either
-            assert table[c]["95% CI (bootstrap)"] == "" and all(math.isnan(v) for v in metrics[c]["ci95"])
-        else:
-            assert table[c]["95% CI (bootstrap)"] == f"[{r['ratio_lo']:.2f}, {r['ratio_hi']:.2f}]"
-            assert metrics[c]["ci95"] == [round(r["ratio_lo"], 3), round(r["ratio_hi"], 3)]
+        assert table[c]["ratio of mean steps to words"] == f"{r['ratio']:.2f}" and metrics[c]["value"] == round(r["ratio"], 3)
+        assert "ci95" not in metrics[c] and not any("bootstrap" in k for k in table[c])   # the survival table's interval decides
+
+
+def test_survival_table_heads_the_report_and_metrics(tmp_path):
+    "write_report with a survival table: table.md opens with it, metrics.json holds each endpoint's time ratio and interval."
+    from unseen.finetune_survival import survival_table
+    crosses = {"unused": [300, 330, 360, 390], "adjectives": [15, 20, 25, 20], "letters": [10, 15, 10, 15]}
+    log = pd.DataFrame([{"condition": c, "seed": s, "step": step, "derived_exact": float(step >= x), "exact": float(step >= 2 * x)}
+                        for c, xs in crosses.items() for s, x in enumerate(xs) for step in range(0, 1000, 5)])
+    cfg = FinetuneConfig(steps=1000)
+    survival = survival_table(log, cfg.endpoints())
+    assert survival["metric"].tolist() == ["derived_exact", "exact"] and (survival["note"] == "").all()
+    assert all(lo < r < hi for r, lo, hi in zip(survival["ratio"], survival["lo"], survival["hi"]))
+    assert 15 < survival["lo"].iloc[0] and survival["hi"].iloc[0] < 40     # 345 steps against the words' 15
+    st = steps_to_threshold(log, "derived_exact", 0.6, cfg.steps).assign(pool_cosine_at=0.5, answer_acc_at=0.5)
+    runs = st[["condition", "seed"]].assign(pool=st["condition"], decollapse="", before_mean_pairwise_cosine=0.5,
+                                            before_mean_pairwise_cosine_lo=0.4, before_mean_pairwise_cosine_hi=0.6,
+                                            after_mean_pairwise_cosine=0.5)
+    metrics = write_report(tmp_path, GridResult(log, runs, cfg, {"model": "planted"}), st, survival)
+    md = (tmp_path / "table.md").read_text()
+    assert md.index("## Time ratio to the words") < md.index("## Steps until")
+    u = metrics["survival"]["derived_exact"]["unused"]
+    assert u["time_ratio"] == round(survival["ratio"].iloc[0], 4) and u["ci95"] == [round(survival["lo"].iloc[0], 4), round(survival["hi"].iloc[0], 4)]
+    assert f"{survival['ratio'].iloc[0]:.2f} [{survival['lo'].iloc[0]:.2f}, {survival['hi'].iloc[0]:.2f}]" in md
+    assert metrics["endpoints"] == {"derived_exact": {"threshold": 0.6, "primary": True}, "exact": {"threshold": 0.7, "primary": False}}
+
+
+def test_screened_evaluations_cross_where_full_ones_do(tiny):
+    "An evaluation stopped where no endpoint can cross changes no crossing: the same training, the same steps to each endpoint."
+    from unseen.finetune_survival import crossing_intervals
+    _, tok, _ = tiny
+    task = Task.make(tok, LogicConfig(n_vars=(4, 4), depth=(1, 1), n_distractors=(1, 1)), n_names=26, eval_problems=32)
+    pool = make_pool(tok, "letters", 26, task.frags)
+    # the answer goes from none right to about half within a few steps: a crossing at 0.4 after step 0; exact stays out of reach
+    cfg = dict(steps=20, batch_size=16, lr=3e-3, eval_every=5, eval_growth=0, eval_batch=4, dtype="float32",
+               threshold_metric="answer_acc", threshold=0.4, secondary_thresholds={"exact": 0.5}, stop_at_threshold=False)
+    full, screened = (finetune(tiny_gemma(seed=2)[0], task, pool, FinetuneConfig(**cfg, eval_screen=s)).assign(condition="c", seed=0)
+                      for s in (False, True))
+    assert (full["scored"] == 32).all() and (screened["scored"] < 32).any()
+    pd.testing.assert_series_equal(full["train_loss"], screened["train_loss"])
+    iv = {m: [crossing_intervals(d, m, t) for d in (full, screened)] for m, t in FinetuneConfig(**cfg).endpoints().items()}
+    for m, (a, b) in iv.items(): pd.testing.assert_frame_equal(a, b)
+    assert not iv["answer_acc"][0]["censored"].iloc[0] and iv["answer_acc"][0]["upper"].iloc[0] > 0   # crossed, after step 0
+    assert (screened.loc[screened["scored"] < 32, "exact"] < 0.5).all()    # a stopped evaluation: below the threshold it was told
+    done = screened["scored"] == 32                                          # where it read every problem, the same metrics
+    pd.testing.assert_frame_equal(full.loc[done, ["derived_exact", "exact", "answer_acc"]], screened.loc[done, ["derived_exact", "exact", "answer_acc"]])
+
+
+def test_conditions_run_their_own_seed_counts_with_shared_batches(tiny):
+    "n_seeds per condition: each condition runs the grid's first seeds, and seed s trains on the same batches everywhere."
+    model, tok, task = tiny
+    cfg = FinetuneConfig(steps=2, batch_size=4, eval_every=2, dtype="float32", threshold=1.01, secondary_thresholds={})
+    conds = parse_conditions({"unused": {"pool": "unused"}, "letters": {"pool": "letters", "n_seeds": 1}})
+    log, runs = run_experiment(model, tok, task, conds, [0, 1, 2], cfg, progress=False)
+    assert runs.groupby("condition")["seed"].apply(list).to_dict() == {"letters": [0], "unused": [0, 1, 2]}
+    assert runs[["condition", "seed"]].values.tolist()[:2] == [["unused", 0], ["letters", 0]]   # seeds outermost
 
 
 # ---------------------------------------------------------------- a model from a local path, and the stage
@@ -243,7 +296,10 @@ def test_stage_notebook_runs_with_papermill_parameters(tmp_path, tiny_dir):
     assert set(log["condition"]) == {"unused", "adjectives", "letters", "unused_mean_noise", "unused_covariance"}
     metrics = json.loads((out_dir / "metrics.json").read_text())
     assert metrics["model"] == "tiny-from-disk" and metrics["budget_steps"] == 4
-    assert "paper steps" in (out_dir / "table.md").read_text()
+    assert "paper steps" in (out_dir / "table.md").read_text() and "## Time ratio to the words" in (out_dir / "table.md").read_text()
+    crossings = pd.read_csv(out_dir / "crossings.csv")                       # every run, every endpoint: its interval
+    assert len(crossings) == len(log.groupby(["condition", "seed"])) * 2 and set(crossings["metric"]) == {"derived_exact", "exact"}
+    assert set(pd.read_csv(out_dir / "survival.csv")["condition"]) == {"unused", "unused_mean_noise", "unused_covariance"}
     for stem in ("finetune_curves", "finetune_steps", "finetune_cosine"):
         assert all((figures_dir / f"{stem}.{ext}").stat().st_size > 0 for ext in ("png", "pdf", "csv"))
 

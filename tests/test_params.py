@@ -86,3 +86,23 @@ def test_library_defaults_are_the_cpu_pipelines():
         assert not differ, f"{name}: library default vs params.yaml: {differ}"
     assert all(i.get("reset_every") in (None, train["intervention"]["reset_every"]) for _, i in VARIANTS.values())
     assert ModelConfig().vocab_size == len(DataConfig().vocab)   # a literal in model.py, which does not import the tokens
+
+
+def test_finetune_endpoints_are_ones_a_coin_cannot_pass_in_every_profile():
+    "Each profile's fine-tuning config validates; its answer endpoints a run answering at chance crosses with P < 1% over all evaluations."
+    from unseen.finetune_experiment import parse_conditions
+    from unseen.finetune_run import FinetuneConfig
+    from unseen.finetune_survival import ANSWER_METRICS, PRIMARY, chance_crossing, secondary_threshold
+    for name in ("params.yaml", "params-quick.yaml", "params-paper.yaml"):
+        p = yaml.safe_load((ROOT / name).read_text())["finetune"]
+        cfg = FinetuneConfig(**p["training"])
+        parse_conditions(p["conditions"])
+        n, n_evals = p["eval_problems"], len(cfg.eval_steps())
+        assert (cfg.threshold_metric, cfg.threshold) == (PRIMARY["metric"], PRIMARY["threshold"]) and n >= PRIMARY["min_problems"], name
+        answer = {m: t for m, t in cfg.endpoints().items() if m in ANSWER_METRICS}
+        assert answer, f"{name}: no endpoint with the answer"
+        for m, t in answer.items():
+            assert chance_crossing(n, t, n_evals) < 0.01 and t >= secondary_threshold(n, n_evals), (name, m, t)
+    cpu = yaml.safe_load((ROOT / "params.yaml").read_text())["finetune"]
+    seeds = {c: d.get("n_seeds", cpu["n_seeds"]) for c, d in cpu["conditions"].items()}
+    assert seeds == {"unused": 10, "adjectives": 10, "letters": 10, "unused_mean_noise": 5, "unused_covariance": 5}, seeds

@@ -4,7 +4,7 @@
 
 # %% ../nbs/08c_finetune_experiment.ipynb #da534d9d
 from __future__ import annotations
-import os, time, zlib
+import dataclasses, os, time, zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -73,13 +73,16 @@ class Condition:
     decollapse: str | None = None   # re-draw the pool's rows first: one of DECOLLAPSE
     reference: str = "random"       # the pool whose rows the re-draw matches
     reference_size: int = 1000      # reference rows, at most
+    n_seeds: int | None = None      # runs of this condition, its grid's first seeds (None: the grid's n_seeds)
 
     def __post_init__(self):
         if self.decollapse is not None and self.decollapse not in DECOLLAPSE:
             raise ValueError(f"condition {self.name!r}: decollapse={self.decollapse!r}, expected one of {DECOLLAPSE}")
+        if self.n_seeds is not None and (isinstance(self.n_seeds, bool) or not isinstance(self.n_seeds, int) or self.n_seeds < 1):
+            raise ValueError(f"condition {self.name!r}: n_seeds={self.n_seeds!r}, expected a whole number >= 1")
 
 def parse_conditions(spec: dict) -> list:
-    "Conditions from params.yaml's mapping name -> {pool, decollapse, reference, reference_size}."
+    "Conditions from params.yaml's mapping name -> {pool, decollapse, reference, reference_size, n_seeds}."
     known = set(Condition.__dataclass_fields__) - {"name"}
     out = []
     for name, d in spec.items():
@@ -129,15 +132,17 @@ def run_experiment(model, tokenizer, task: Task, conditions: list, seeds: list, 
                    keep_weights_dir=None, # save each fine-tuned model here (large); None: keep nothing
                    progress: bool = True,
                   ) -> tuple:
-    "Fine-tune every condition with every seed: (log, runs) data frames."
+    "Fine-tune every condition with `seeds` (a condition's own n_seeds: the first that many): (log, runs) data frames."
     prepared = prepare_conditions(tokenizer, conditions, task, task.seed)
     base = {k: v.detach().clone() for k, v in model.state_dict().items()}
     logs, runs = [], []
+    n_runs = lambda c: min(len(seeds), c.n_seeds or len(seeds))
     # one bar over every run's budget; a run that stops at its threshold takes its unused steps off the total
-    bar = progress_bar(total=len(seeds) * len(prepared) * cfg.steps, desc="finetune", disable=not progress)
-    for seed in seeds:
+    bar = progress_bar(total=sum(n_runs(p.condition) for p in prepared) * cfg.steps, desc="finetune", disable=not progress)
+    for k, seed in enumerate(seeds):
         for p in prepared:
             c, start = p.condition, time.time()
+            if k >= n_runs(c): continue
             model.load_state_dict(base)
             if c.decollapse:
                 g = torch.Generator().manual_seed(int(seed) * 1_000_003 + zlib.crc32(c.name.encode()))
@@ -206,15 +211,15 @@ class GridResult:
     info: dict          # model, seconds (from before loading), load_seconds, eval_problems: the report's header
 
 def run_grid(exp: FinetuneExperiment,
-             conditions: dict, # name -> {pool, decollapse, reference, reference_size}, as in params.yaml
-             n_seeds: int = 1, # runs per condition: seeds task.seed, task.seed + 1, ...
+             conditions: dict, # name -> {pool, decollapse, reference, reference_size, n_seeds}, as in params.yaml
+             n_seeds: int = 1, # runs of a condition without n_seeds of its own: seeds task.seed, task.seed + 1, ...
              keep_weights_dir=None, # save each fine-tuned model here (large); None: keep nothing
              progress: bool = True,
             ) -> GridResult:
-    "Run every condition with every seed on `exp` (`run_experiment`)."
-    seeds = [exp.task.seed + k for k in range(n_seeds)]
-    log, runs = run_experiment(exp.model, exp.tokenizer, exp.task, parse_conditions(conditions), seeds, exp.cfg,
-                               keep_weights_dir, progress)
+    "Run every condition with its seeds on `exp` (`run_experiment`)."
+    parsed = [dataclasses.replace(c, n_seeds=c.n_seeds or n_seeds) for c in parse_conditions(conditions)]
+    seeds = [exp.task.seed + k for k in range(max(c.n_seeds for c in parsed))]
+    log, runs = run_experiment(exp.model, exp.tokenizer, exp.task, parsed, seeds, exp.cfg, keep_weights_dir, progress)
     info = {"model": exp.name, "seconds": time.time() - exp.started, "load_seconds": exp.load_seconds,
             "eval_problems": len(exp.task.held_out)}
     return GridResult(log, runs, exp.cfg, info)

@@ -85,7 +85,7 @@ class TaskRows(nn.Module):
         logits = F.linear(hidden, out.weight.detach(), None if out.bias is None else out.bias.detach())
         rows = self.input_rows if self.tied else self.output_rows
         task = F.linear(hidden, rows.to(hidden.dtype), None if out.bias is None else out.bias.detach()[self.ids])
-        return logits.index_copy(1, self.ids, task)
+        return logits.index_copy_(1, self.ids, task)   # in place: linear keeps its input, not its output, for backward
 
     @torch.no_grad()
     def write_back(self, model):

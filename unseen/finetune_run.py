@@ -5,7 +5,7 @@
 # %% ../nbs/08b_finetune_run.ipynb #aad43e29
 from __future__ import annotations
 import dataclasses, time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import torch
@@ -13,24 +13,37 @@ import torch.nn.functional as F
 from .finetune import Encoded, Pool, Task, task_token_ids
 from .finetune_rows import TaskRows, target_logits
 from .geometry import mean_pairwise_cosine
-from .scoring import share_all_right
 from .config import check_fields
 
 # %% auto #0
-__all__ = ['METRICS', 'RECIPES', 'target_scores', 'FinetuneConfig', 'score_held_out', 'rows_cosine', 'finetune']
+__all__ = ['METRICS', 'RECIPES', 'PROBLEM_METRICS', 'target_counts', 'scores_of', 'target_scores', 'FinetuneConfig',
+           'held_out_chunks', 'score_held_out', 'rows_cosine', 'finetune']
 
 # %% ../nbs/08b_finetune_run.ipynb #7e1edef8
 METRICS = ("loss", "derived_exact", "answer_acc", "exact", "var_acc")
 
-def target_scores(logits, targets, kinds, problem, n: int) -> dict:
-    "Teacher-forced metrics of `n` problems; an all-correct target is what greedy decoding would produce."
-    wrong = logits.argmax(-1) != targets
-    right = lambda span: share_all_right((wrong & span).cpu().numpy(), problem.cpu().numpy(), n)  # no wrong token in the span
-    return {"loss": float(F.cross_entropy(logits.float(), targets)),
+def target_counts(logits, targets, kinds, problem, n: int) -> dict:
+    "Teacher-forced counts of `n` problems: problems right per span, summed token loss and tokens, derived-variable tokens right."
+    scored = logits.float()               # one float copy: the argmax and the loss read it (a bf16 argmax is slow on a CPU)
+    wrong = scored.argmax(-1) != targets
+    def right(span):                      # problems with no wrong token in the span (`unseen.scoring.share_all_right`)
+        return int(n - torch.unique(problem[wrong & span]).numel())
+    var = kinds == 1
+    return {"loss": float(F.cross_entropy(scored, targets, reduction="sum")), "tokens": len(targets),
             "derived_exact": right((kinds == 1) | (kinds == 2)),  # every derived variable (and the list's end)
             "answer_acc": right(kinds == 4),                      # True/False, given the gold derivation
             "exact": right(kinds > 0),                            # the whole target
-            "var_acc": float(1 - wrong[kinds == 1].float().mean())}  # per derived-variable token
+            "var_right": int((~wrong & var).sum()), "var_tokens": int(var.sum())}
+
+def scores_of(counts: dict, n: int) -> dict:
+    "METRICS of `n` problems from summed `target_counts`: shares of problems, and the loss and var_acc per token."
+    return {"loss": counts["loss"] / max(counts["tokens"], 1), "derived_exact": counts["derived_exact"] / n,
+            "answer_acc": counts["answer_acc"] / n, "exact": counts["exact"] / n,
+            "var_acc": counts["var_right"] / max(counts["var_tokens"], 1)}
+
+def target_scores(logits, targets, kinds, problem, n: int) -> dict:
+    "Teacher-forced metrics of `n` problems; an all-correct target is what greedy decoding would produce."
+    return scores_of(target_counts(logits, targets, kinds, problem, n), n)
 
 # %% ../nbs/08b_finetune_run.ipynb #b90d4a9c
 RECIPES = ("rows", "full")
@@ -49,9 +62,11 @@ class FinetuneConfig:
     eval_every: int = 5            # steps between evaluations (and one at step 0)
     eval_growth: float = 0.1       # the gap grows to this fraction of the step, in whole eval_every (0: every eval_every steps)
     eval_batch: int = 32           # held-out problems per forward pass
-    threshold_metric: str = "exact"          # one of METRICS (not loss)
+    eval_screen: bool = True       # stop an evaluation once no endpoint still to cross can cross at it (its metrics: the problems read)
+    threshold_metric: str = "derived_exact"  # the primary endpoint's metric: one of METRICS (not loss)
     threshold: float = 0.6         # steps-to-threshold: first evaluation with threshold_metric >= this
-    stop_at_threshold: bool = True # end the run at the threshold
+    secondary_thresholds: dict = field(default_factory=lambda: {"exact": 0.7})  # further endpoints: metric -> threshold
+    stop_at_threshold: bool = True # end the run once every endpoint has crossed
     dtype: str = "bfloat16"        # weights: bfloat16 (pure, no autocast) | float32
     device: str = "cpu"            # cpu | cuda
     threads: int = 1               # torch threads on CPU
@@ -59,11 +74,22 @@ class FinetuneConfig:
     def __post_init__(self):
         check_fields(self, "finetune.training", steps=1, batch_size=1, lr=(0, None), weight_decay=0, warmup=0, grad_clip=0, eval_every=1, eval_growth=0, eval_batch=1, threads=1)
         object.__setattr__(self, "betas", tuple(self.betas))
+        object.__setattr__(self, "secondary_thresholds", dict(self.secondary_thresholds or {}))
         if self.recipe not in RECIPES: raise ValueError(f"recipe={self.recipe!r}: expected one of {RECIPES}")
         if self.dtype not in ("bfloat16", "float32"): raise ValueError(f"dtype={self.dtype!r}: expected bfloat16 or float32")
         if self.threshold_metric not in METRICS[1:]: raise ValueError(f"threshold_metric={self.threshold_metric!r}: one of {METRICS[1:]}")
+        if self.threshold_metric in self.secondary_thresholds:
+            raise ValueError(f"secondary_thresholds names the primary metric {self.threshold_metric!r}: one threshold per metric")
+        for metric, value in self.endpoints().items():
+            if metric not in METRICS[1:]: raise ValueError(f"secondary_thresholds: metric {metric!r}, expected one of {METRICS[1:]}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):   # NaN compares false
+                raise ValueError(f"threshold of {metric}={value!r}: expected a share >= 0 (above 1: never crossed)")
         for k in ("steps", "batch_size", "eval_every", "eval_batch", "threads"):
             if getattr(self, k) < 1: raise ValueError(f"{k}={getattr(self, k)}: must be at least 1")
+
+    def endpoints(self) -> dict:
+        "Metric -> threshold of every endpoint, the primary first."
+        return {self.threshold_metric: self.threshold, **self.secondary_thresholds}
 
     def eval_steps(self) -> list:
         "Steps after which the held-out problems are scored: 0, multiples of eval_every about eval_growth x the step apart, and the last."
@@ -77,16 +103,35 @@ class FinetuneConfig:
         return self.lr * min(1.0, step / self.warmup) if self.warmup else self.lr
 
 # %% ../nbs/08b_finetune_run.ipynb #5222abd5
+PROBLEM_METRICS = ("derived_exact", "answer_acc", "exact")   # shares of problems: what the problems not yet read can bound
+
+def held_out_chunks(task: Task, pool: Pool, cfg: FinetuneConfig) -> list:
+    "The held-out problems named by `pool` in a fixed random order, in chunks of eval_batch on cfg.device, each cut to its longest problem."
+    enc = task.encode_held_out(0, len(task.held_out), pool)
+    lengths = enc.mask.sum(1)
+    order = torch.randperm(len(lengths), generator=torch.Generator().manual_seed(0))   # any prefix: a random subset
+    chunks = []
+    for start in range(0, len(order), cfg.eval_batch):
+        i = order[start:start + cfg.eval_batch]
+        T = int(lengths[i].max())           # right padding: nothing before position T reads what follows it
+        chunks.append(_to(Encoded(enc.ids[i, :T], enc.mask[i, :T], enc.kind[i, :T]), cfg.device))
+    return chunks
+
 @torch.no_grad()
-def score_held_out(model, rows, task: Task, pool: Pool, cfg: FinetuneConfig) -> dict:
-    "Teacher-forced metrics on the held-out problems."
+def score_held_out(model, rows, task: Task, pool: Pool, cfg: FinetuneConfig,
+                   chunks: list | None = None, # `held_out_chunks` (None: encoded here)
+                   need: dict | None = None, # metric -> threshold still to cross: stop once none can cross here
+                  ) -> dict:
+    "Teacher-forced metrics on the held-out problems and `scored`, the problems read (where `need` stopped it early: theirs)."
     model.eval()
-    parts, n = [], len(task.held_out)
-    for start in range(0, n, cfg.eval_batch):
-        enc = _to(task.encode_held_out(start, start + cfg.eval_batch, pool), cfg.device)
+    n, total, scored = len(task.held_out), {}, 0
+    for enc in held_out_chunks(task, pool, cfg) if chunks is None else chunks:
         lg, tg, kd, pb = target_logits(model, rows, enc)
-        parts.append((target_scores(lg, tg, kd, pb, len(enc)), len(enc)))
-    return {k: sum(s[k] * m for s, m in parts) / n for k in METRICS}
+        for k, v in target_counts(lg, tg, kd, pb, len(enc)).items(): total[k] = total.get(k, 0) + v
+        scored += len(enc)
+        if need and scored < n and all(m in PROBLEM_METRICS and (total[m] + n - scored) / n < t for m, t in need.items()):
+            break                           # its shares stay below every threshold still to cross (see above)
+    return {**scores_of(total, scored), "scored": scored}
 
 def _to(enc: Encoded, device) -> Encoded:
     return Encoded(enc.ids.to(device), enc.mask.to(device), enc.kind.to(device))
@@ -116,13 +161,16 @@ def finetune(model, # a causal LM, weights in cfg.dtype on cfg.device: trained i
     body = [p for p in model.parameters() if p.requires_grad]
     params = body + (list(rows.parameters()) if rows is not None else [])
     opt = torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, fused=True)  # fused: 3x faster on CPU
-    log, start, reached, scored = [], time.time(), False, set(cfg.eval_steps())
+    log, start, scored = [], time.time(), set(cfg.eval_steps())
+    chunks, endpoints, crossed = held_out_chunks(task, pool, cfg), cfg.endpoints(), set()   # held-out problems encoded once
     def record(step, train_loss):
-        row = {"step": step, "train_loss": train_loss, **score_held_out(model, rows, task, pool, cfg),
+        need = {m: t for m, t in endpoints.items() if m not in crossed} if cfg.eval_screen else None
+        row = {"step": step, "train_loss": train_loss, **score_held_out(model, rows, task, pool, cfg, chunks, need),
                "pool_cosine": rows_cosine(model, rows, pool.ids), "seconds": time.time() - start}
         log.append(row)
         if progress: progress(step, row)
-        return row[cfg.threshold_metric] >= cfg.threshold
+        crossed.update(m for m, t in endpoints.items() if row[m] >= t)   # a stopped evaluation's shares are below its thresholds
+        return crossed == set(endpoints)
     reached = record(0, float("nan"))
     losses = []
     for step in range(1, cfg.steps + 1):

@@ -5,17 +5,20 @@
 # %% ../nbs/08e_finetune_survival.ipynb #23cbe6c1
 from __future__ import annotations
 import math
+from pathlib import Path
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
 from scipy import stats
 from lifelines import KaplanMeierFitter, LogNormalAFTFitter, WeibullAFTFitter
 from lifelines.statistics import logrank_test
+from .figure_files import save_figure
 from .finetune_report import WORDS
+from .finetune_experiment import GridResult
 
 # %% auto #0
-__all__ = ['PRIMARY', 'chance_crossing', 'secondary_threshold', 'crossing_intervals', 'kaplan_meier', 'plot_survival',
-           'time_ratio', 'logrank', 'survival_summary']
+__all__ = ['PRIMARY', 'ANSWER_METRICS', 'chance_crossing', 'secondary_threshold', 'crossing_intervals', 'kaplan_meier',
+           'plot_survival', 'time_ratio', 'logrank', 'survival_summary', 'survival_table', 'write_survival']
 
 # %% ../nbs/08e_finetune_survival.ipynb #ca6ad672
 PRIMARY = {"metric": "derived_exact", "threshold": 0.6, "min_problems": 128}   # claim 8's primary endpoint
@@ -59,19 +62,33 @@ def kaplan_meier(iv: pd.DataFrame) -> dict:
             fits[c] = KaplanMeierFitter(label=c).fit_interval_censoring(lower, d["upper"])
     return fits
 
+def _km_rows(d: pd.DataFrame) -> list:
+    "The Kaplan-Meier step function of one condition's intervals as (step, share not yet crossed); flat at 1 when none crossed."
+    if np.isinf(d["upper"]).all():                                 # no crossing: nothing to fit, the curve stays at 1
+        return [(0.0, 1.0), (float(d["lower"].max()), 1.0)]
+    sf = kaplan_meier(d)[d["condition"].iloc[0]].survival_function_.iloc[:, 0]   # the NPMLE's upper estimate
+    return [(0.0, 1.0)] + [(float(t), float(v)) for t, v in sf.items()]         # every run starts not yet there
+
 def plot_survival(iv: pd.DataFrame, budget: int | None = None):
-    "Kaplan-Meier curves per condition: the share of runs not yet at the threshold against steps (log scale): (figure, data)."
-    fits = kaplan_meier(iv)
-    fig, ax = plt.subplots(figsize=(7, 4))
+    "Kaplan-Meier curves per condition, one panel per endpoint (`metric`): the share of runs not yet there against steps (log scale): (figure, data)."
+    iv = iv if "metric" in iv else iv.assign(metric="threshold")
+    metrics = list(dict.fromkeys(iv["metric"]))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(6.2 * len(metrics), 4), sharey=True, squeeze=False)
+    colours = dict(zip(dict.fromkeys(iv["condition"]), plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3))
     rows = []
-    for c, kmf in fits.items():
-        sf = kmf.survival_function_.iloc[:, 0]                     # the NPMLE's upper estimate, a step function
-        ax.step(np.maximum(sf.index.to_numpy(float), 1), sf.values, where="post", label=c)   # step 0 on a log axis: at 1
-        rows += [{"condition": c, "step": float(t), "not_yet": float(v)} for t, v in sf.items()]
-    if budget: ax.axvline(budget, ls=":", c="grey", label=f"budget ({budget} steps)")
-    ax.set(xscale="log", xlabel="steps", ylabel="share of runs not yet at the threshold", ylim=(-0.03, 1.03),
-           title="steps to threshold: Kaplan-Meier (interval-censored)")
-    ax.legend(fontsize=7); fig.tight_layout()
+    for ax, m in zip(axes.flat, metrics):
+        d = iv[iv["metric"] == m]
+        for c, dc in d.groupby("condition", sort=False):
+            steps, share = zip(*_km_rows(dc))
+            ax.step(np.maximum(steps, 1), share, where="post", c=colours[c], label=f"{c} ({len(dc)})")  # step 0 on a log axis: at 1
+            rows += [{"metric": m, "condition": c, "step": t, "not_yet": v} for t, v in zip(steps, share)]
+        if budget: ax.axvline(budget, ls=":", c="grey", label=f"budget ({budget} steps)")
+        title = m + (f" ≥ {d['threshold'].iloc[0]}" if "threshold" in d else "")
+        ax.set(xscale="log", xlabel="optimiser steps", title=title, ylim=(-0.03, 1.03))
+        ax.legend(fontsize=7)
+    axes.flat[0].set_ylabel("share of runs not yet at the threshold")
+    fig.suptitle("steps to threshold: Kaplan-Meier (interval-censored; runs per condition in brackets)", fontsize=10)
+    fig.tight_layout()
     return fig, pd.DataFrame(rows)
 
 # %% ../nbs/08e_finetune_survival.ipynb #a688137f
@@ -106,3 +123,50 @@ def survival_summary(log: pd.DataFrame, slow_conditions, metric: str = PRIMARY["
     rows = [{"condition": c, "metric": metric, "threshold": threshold, **time_ratio(iv, [c], reference, model),
              "logrank_p": logrank(iv, [c], reference)["p"]} for c in slow_conditions if c in set(iv["condition"])]
     return pd.DataFrame(rows)
+
+# %% ../nbs/08e_finetune_survival.ipynb #7f3a9c11
+ANSWER_METRICS = ("exact", "answer_acc")   # endpoints a run answering at chance can cross by luck
+
+def survival_table(log: pd.DataFrame, endpoints: dict, # metric -> threshold, the primary first
+                   budget: int | None = None, # the runs' budget: a run censored there has not crossed within it
+                   reference=WORDS, model: str = "lognormal") -> pd.DataFrame:
+    "Per endpoint and condition not in `reference`: runs and censored runs, the AFT time ratio to `reference` [95%], log-rank p, a note."
+    rows = []
+    for metric, threshold in endpoints.items():
+        iv = crossing_intervals(log, metric, threshold)
+        ref = iv[iv["condition"].isin(reference)]
+        for c in [c for c in dict.fromkeys(log["condition"]) if c not in reference]:
+            slow = iv[iv["condition"] == c]
+            row = {"metric": metric, "threshold": threshold, "condition": c, "model": model, "ratio": np.nan, "lo": np.nan,
+                   "hi": np.nan, "p": np.nan, "runs": len(slow) + len(ref), "censored": int(slow["censored"].sum() + ref["censored"].sum()),
+                   "slow_runs": len(slow), "slow_censored": int(slow["censored"].sum()), "logrank_p": np.nan, "note": ""}
+            notes = []
+            cens = slow[slow["censored"]]
+            if len(cens):   # at the budget: not crossed within it; before it: the run stopped under another rule
+                at_budget = budget is not None and (cens["lower"] >= budget).all()
+                notes.append(f"{len(cens)} of {len(slow)} runs not there " + (f"within the {budget}-step budget" if at_budget else
+                             f"by their last evaluation (steps {', '.join(str(int(v)) for v in cens['lower'])})")
+                             + (" (answer not learned)" if at_budget and metric in ANSWER_METRICS else ""))
+            if not len(ref): notes.append("no words condition")
+            elif slow["censored"].all() or ref["censored"].all():
+                notes.append("one side never crossed: no finite ratio")
+            else:
+                try: row.update(time_ratio(iv, [c], reference, model))
+                except Exception as e: notes.append(f"AFT fit failed ({type(e).__name__})")   # few runs, all alike: no maximum
+            if len(ref) and (~slow["censored"]).sum() + (~ref["censored"]).sum():            # log-rank needs a crossing
+                row["logrank_p"] = logrank(iv, [c], reference)["p"]
+            rows.append({**row, "note": "; ".join(notes)})
+    return pd.DataFrame(rows)
+
+# %% ../nbs/08e_finetune_survival.ipynb #7f3a9c13
+def write_survival(out_dir, figures_dir, grid: GridResult) -> pd.DataFrame:
+    "The stage's survival analysis of `grid`: survival.csv and crossings.csv under `out_dir`, figures_dir/finetune_steps.*; the table."
+    cfg = grid.cfg
+    endpoints = cfg.endpoints()
+    iv = pd.concat([crossing_intervals(grid.log, m, t).assign(threshold=t) for m, t in endpoints.items()], ignore_index=True)
+    table = survival_table(grid.log, endpoints, cfg.steps)
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    iv.to_csv(out / "crossings.csv", index=False); table.to_csv(out / "survival.csv", index=False)
+    fig, data = plot_survival(iv, cfg.steps)
+    save_figure(fig, figures_dir, "finetune_steps", data, dpi=150, tight=True)
+    return table
