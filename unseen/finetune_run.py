@@ -52,7 +52,7 @@ RECIPES = ("rows", "full")
 class FinetuneConfig:
     "Optimisation and evaluation of one fine-tuning run."
     recipe: str = "rows"           # rows: body + task tokens' rows (CPU); full: every weight (GPU)
-    steps: int = 3000              # optimiser steps: the budget (steps-to-threshold beyond it is censored)
+    steps: int = 1000              # optimiser steps: the budget (steps-to-threshold beyond it is censored)
     batch_size: int = 4            # problems per step
     lr: float = 2e-4               # AdamW learning rate, constant after warm-up
     betas: tuple = (0.9, 0.999)    # AdamW betas
