@@ -48,9 +48,9 @@ def rounded(obj, digits: int = DIGITS, atol: float = ATOL):
     if isinstance(obj, (list, tuple)): return type(obj)(r(v) for v in obj)
     return round_number(obj, digits, atol)
 
-def write_csv(data: pd.DataFrame, path) -> Path:
-    "Write `data` to `path` as CSV without its index, every float `rounded`; return the path."
-    rounded(data).to_csv(path, index=False)
+def write_csv(data: pd.DataFrame, path, digits: int = DIGITS) -> Path:
+    "Write `data` to `path` as CSV without its index, every float `rounded` to `digits`; return the path."
+    rounded(data, digits).to_csv(path, index=False)
     return Path(path)
 
 def write_json(obj, path, indent: int = 1) -> Path:
@@ -86,19 +86,19 @@ def snap_figure(fig, digits: int = DIGITS, atol: float = ATOL):
     return fig
 
 # %% ../nbs/00b_figure_files.ipynb #8ea1f7d0
-def save_figure(fig, figures_dir, name: str, data: pd.DataFrame, dpi: int = 120, tight: bool = False) -> list:
-    "Write `fig` as PNG (at `dpi`) and PDF and `data` as CSV: `figures_dir/name.{png,pdf,csv}`, all three or none; return their paths."
+def save_figure(fig, figures_dir, name: str, data: pd.DataFrame, dpi: int = 120, tight: bool = False, digits: int = DIGITS) -> list:
+    "Write `fig` as PNG (at `dpi`) and PDF and `data` as CSV: `figures_dir/name.{png,pdf,csv}`, all three or none, numbers to `digits`; return their paths."
     figures_dir = Path(figures_dir); figures_dir.mkdir(parents=True, exist_ok=True)
     paths = [figures_dir / f"{name}.{ext}" for ext in ("png", "pdf", "csv")]
     partials = [p.with_name(f".{p.name}.partial") for p in paths]   # a full disk midway leaves no figure that looks complete
     if mark := profile_mark():   # above the canvas, clear of every title; the tight box takes it in
         fig.text(0.995, 1.0, mark, ha="right", va="bottom", fontsize=10, fontweight="bold", color="crimson"); tight = True
-    snap_figure(fig)   # the digits that carry meaning, as in the CSV: the PDF's bytes do not depend on the CPU
+    snap_figure(fig, digits)   # the digits that carry meaning, as in the CSV: the PDF's bytes do not depend on the CPU
     try:
         # `tight` crops the canvas to what is drawn; `dpi` changes the PNG only (a PDF is vector); a PDF without a date
         for path, ext in zip(partials[:2], ("png", "pdf")):
             fig.savefig(path, format=ext, dpi=dpi, bbox_inches="tight" if tight else None, metadata={"CreationDate": None} if ext == "pdf" else None)
-        write_csv(data, partials[2])
+        write_csv(data, partials[2], digits)
     except BaseException:
         for p in partials: p.unlink(missing_ok=True)
         raise
