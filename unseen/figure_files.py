@@ -68,9 +68,9 @@ def snap_figure(fig, digits: int = DIGITS, atol: float = ATOL):
     for ax in fig.axes:
         ax.set_xlim(*r(ax.get_xlim())); ax.set_ylim(*r(ax.get_ylim()))   # fixed as they are, to the digits kept
     for line in fig.findobj(Line2D):
-        x, y = line.get_data(orig=True)
-        if np.size(x) and np.issubdtype(np.asarray(x).dtype, np.number) and np.issubdtype(np.asarray(y).dtype, np.number):
-            line.set_data(r(x), r(y))
+        try: x, y = (np.asarray(v, dtype=float) for v in line.get_data(orig=True))   # pandas' object arrays too
+        except (TypeError, ValueError): continue                                       # categories, dates: as they are
+        if x.size: line.set_data(r(x), r(y))
     for coll in fig.findobj(Collection):
         if len(offsets := coll.get_offsets()): coll.set_offsets(r(offsets))
         for path in coll.get_paths():
