@@ -416,7 +416,7 @@ def headline_metrics(runs: pd.DataFrame,        # `collect`'s rows of every eval
                      sweep: dict,               # claim 5's sweep: variant -> its runs from the fewest to the most names
                      train_dir="runs/train",    # the train stages' metrics.json: the collapse statistic at the end
                      metric: str = "exact_match") -> dict:
-    "The `HEADLINE`, `COLLAPSE` and `DIVERSITY` numbers that are here, means over seeds to 4 significant digits, as nested dicts."
+    "The `HEADLINE`, `COLLAPSE` and `DIVERSITY` numbers that are here, means over seeds to four decimals, as nested dicts."
     flat = {}
     for key, (run, column, scenario) in HEADLINE.items():
         column = column.replace("exact_match", metric)
@@ -434,7 +434,7 @@ def headline_metrics(runs: pd.DataFrame,        # `collect`'s rows of every eval
     for key, value in flat.items():
         group, name = key.split(".")
         nested.setdefault(group, {})[name] = value
-    return rounded(nested, 4)
+    return rounded(nested, 4, atol=1e-4)   # scores and cosines in [-1, 1]: four decimals
 
 def write_headline(runs: pd.DataFrame, sweep: dict, out_dir, train_dir="runs/train", metric: str = "exact_match") -> dict:
     "headline.json under `out_dir`: `headline_metrics`; return them."
