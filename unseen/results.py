@@ -406,7 +406,7 @@ HEADLINE = {   # metrics key -> (run, column of `collect`'s rows, scenario); doc
     "mixture.s2": ("copy_mixture", "exact_match", "s2"),       # 3: read out as a pointer-generator
     "freeze.s3": ("freeze", "exact_match", "s3"),              # 4: frozen embeddings, every name unseen
     "reset.s3": ("reset", "exact_match", "s3"),                # 4: resets, at the end
-    "reset_redrawn.s3": ("reset", "redrawn_exact_match", "s3"),  # 4: resets, right after a re-draw
+    "redrawn.s3": ("reset", "redrawn_exact_match", "s3"),      # 4: resets, right after a re-draw of the unseen rows
     "recipe.s3": ("full_recipe", "exact_match", "s3"),         # 6: the full recipe
 }
 COLLAPSE = {"standard.cos": "standard", "freeze.cos": "freeze"}   # 2: run whose unseen rows' final cosine is listed
