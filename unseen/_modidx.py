@@ -452,6 +452,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'unseen.pipeline.set_key': ('pipeline.html#set_key', 'unseen/pipeline.py'),
                                  'unseen.pipeline.stage_outputs': ('pipeline.html#stage_outputs', 'unseen/pipeline.py'),
                                  'unseen.pipeline.stage_parameters': ('pipeline.html#stage_parameters', 'unseen/pipeline.py'),
+                                 'unseen.pipeline.strip_run_times': ('pipeline.html#strip_run_times', 'unseen/pipeline.py'),
                                  'unseen.pipeline.tracked_outputs': ('pipeline.html#tracked_outputs', 'unseen/pipeline.py'),
                                  'unseen.pipeline.writing': ('pipeline.html#writing', 'unseen/pipeline.py')},
             'unseen.pools': { 'unseen.pools.PoolToken': ('pools.html#pooltoken', 'unseen/pools.py'),
