@@ -287,11 +287,13 @@ def writing(out_dir, root=".", stage: str = "", parameters: dict | None = None):
 RUN_TIMES = ("start_time", "end_time", "duration")   # papermill's, in the notebook's and each cell's metadata
 
 def strip_run_times(path) -> Path:
-    "Drop the wall-clock times papermill and the kernel write into the executed notebook at `path` (in place); return the path."
+    "Drop the wall-clock times papermill and the kernel write into the executed notebook at `path`, and the injected cell's random id (in place); return the path."
     path = Path(path); nb = json.loads(path.read_text())
     for meta in [nb.get("metadata", {}).get("papermill", {})] + [c.get("metadata", {}).get("papermill", {}) for c in nb.get("cells", [])]:
         for key in RUN_TIMES: meta.pop(key, None)
-    for cell in nb.get("cells", []): cell.get("metadata", {}).pop("execution", None)   # the kernel's iopub and shell times
+    for cell in nb.get("cells", []):
+        cell.get("metadata", {}).pop("execution", None)   # the kernel's iopub and shell times
+        if "injected-parameters" in cell.get("metadata", {}).get("tags", []): cell["id"] = "injected-parameters"   # not a random one
     path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     return path
 
