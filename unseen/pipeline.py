@@ -294,6 +294,8 @@ def strip_run_times(path) -> Path:
     for cell in nb.get("cells", []):
         cell.get("metadata", {}).pop("execution", None)   # the kernel's iopub and shell times
         if "injected-parameters" in cell.get("metadata", {}).get("tags", []): cell["id"] = "injected-parameters"   # not a random one
+        for out in cell.get("outputs", []):   # a warning names the kernel's temporary directory, which carries its process id
+            if isinstance(out.get("text"), list): out["text"] = [re.sub(r"ipykernel_\d+", "ipykernel", t) for t in out["text"]]
     path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     return path
 
