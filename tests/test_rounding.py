@@ -39,3 +39,21 @@ def test_lemma_files_on_other_kernels_are_the_committed_bytes(tmp_path, kernels)
                  **{f"lemma_contraction.{ext}": ROOT / f"figures/lemma_contraction.{ext}" for ext in ("csv", "pdf", "png")}}
     differ = [name for name, path in committed.items() if (tmp_path / name).read_bytes() != path.read_bytes()]
     assert not differ, f"a rerun with {kernels} kernels rewrites {differ}: rounding in unseen/figure_files.py no longer absorbs it"
+
+
+@pytest.mark.slow
+def test_the_lemma_stage_notebook_is_the_same_file_on_other_kernels(tmp_path):
+    "The executed notebook is a DVC output: run by hand twice, with this CPU's kernels and with generic ones, it is one file."
+    if yaml.safe_load((ROOT / "params.yaml").read_text())["base"].get("mark"):
+        pytest.skip("params.yaml is a profile's, not the committed results'")
+    stage = str(Path(sys.executable).parent / "unseen-stage")
+    notebooks = []
+    for name, kernels in {"native": {}, **KERNELS}.items():
+        where = tmp_path / name
+        args = [stage, "lemma", "-p", f"out_dir={where}/runs", "-p", f"figures_dir={where}/figures", "--tag", f"t48{name}"]
+        subprocess.run(args, cwd=ROOT, env={**os.environ, **kernels}, check=True, capture_output=True)
+        executed = ROOT / f"runs/notebooks/lemma-t48{name}.ipynb"
+        # the notebook names its own out_dir and tag: those differ by construction, nothing else may
+        notebooks.append(executed.read_text().replace(str(where), "WHERE").replace(f"t48{name}", "TAG"))
+        executed.unlink()
+    assert len(set(notebooks)) == 1, "the lemma stage's executed notebook differs between kernels: dvc.lock would change"
