@@ -277,7 +277,7 @@ def test_stage_notebook_runs_with_papermill_parameters(tmp_path):
     assert table.loc["unused", "mean_pairwise_cosine"] > 0.7 > 0.1 > table.loc["random", "mean_pairwise_cosine"]
     models = pd.read_csv(out_dir / "models.csv").set_index("model")
     assert models.loc["gemma-3-4b", "status"] == "not available here"
-    assert models.loc["minilm", "peak_rss_mb"] > 0
+    assert not {"path", "peak_rss_mb", "seconds"} & set(models.columns)   # this machine's path, memory, time: not in git
     assert "not available here" in (out_dir / "table.md").read_text()
     for stem in ("gemma_unused_cosine", "gemma_cosine_vs_size"):
         assert all((figures_dir / f"{stem}.{ext}").stat().st_size > 0 for ext in ("png", "pdf", "csv"))

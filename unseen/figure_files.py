@@ -4,12 +4,14 @@
 
 # %% ../nbs/00b_figure_files.ipynb #f4bf2276
 from __future__ import annotations
-import os
+import json, math, os
 from pathlib import Path
+import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['MARK', 'profile_mark', 'save_figure']
+__all__ = ['MARK', 'DIGITS', 'ATOL', 'profile_mark', 'round_number', 'rounded', 'write_csv', 'write_json', 'snap_figure',
+           'save_figure']
 
 # %% ../nbs/00b_figure_files.ipynb #a1b2c3d5
 MARK = "UNSEEN_MARK"   # the environment variable that carries params' base.mark into a stage
@@ -18,18 +20,85 @@ def profile_mark() -> str:
     "The running profile's mark for figures and tables (params' base.mark, e.g. 'quick look, 1 seed'); '' at the pipeline's own scale."
     return os.environ.get(MARK, "").strip()
 
+# %% ../nbs/00b_figure_files.ipynb #b7e10002
+DIGITS = 6     # significant digits of every float written to git
+ATOL = 1e-12   # and no finer a step: below ATOL / 2 a number is written as 0
+
+def round_number(x, digits: int = DIGITS, atol: float = ATOL):
+    "`x` to `digits` significant digits, no finer a step than `atol`, whole digits kept; nan, inf and non-floats as they are."
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (float, np.floating)): return x
+    x = float(x)
+    if not math.isfinite(x) or x == 0: return x
+    decimals = min(digits - 1 - math.floor(math.log10(abs(x))), -math.floor(math.log10(atol)))
+    return round(x, max(decimals, 0) if abs(x) >= 1 else decimals) + 0.0   # + 0.0: no "-0.0" in a file
+
+# %% ../nbs/00b_figure_files.ipynb #b7e10004
+def rounded(obj, digits: int = DIGITS, atol: float = ATOL):
+    "`obj` with every float through `round_number`: a number, a DataFrame or Series, an array, or dicts, lists and tuples of them."
+    r = lambda v: rounded(v, digits, atol)
+    if isinstance(obj, pd.DataFrame):
+        out = obj.copy()
+        for i, dtype in enumerate(out.dtypes):   # by position: a table may repeat a column name
+            if dtype == object or pd.api.types.is_float_dtype(dtype): out.isetitem(i, out.iloc[:, i].map(r))
+        return out
+    if isinstance(obj, pd.Series): return obj.map(r) if obj.dtype == object or pd.api.types.is_float_dtype(obj.dtype) else obj.copy()
+    if isinstance(obj, np.ndarray):
+        return np.vectorize(lambda v: round_number(v, digits, atol), otypes=[obj.dtype])(obj) if obj.dtype.kind == "f" and obj.size else obj.copy()
+    if isinstance(obj, dict): return {k: r(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)): return type(obj)(r(v) for v in obj)
+    return round_number(obj, digits, atol)
+
+def write_csv(data: pd.DataFrame, path, digits: int = DIGITS) -> Path:
+    "Write `data` to `path` as CSV without its index, every float `rounded` to `digits`; return the path."
+    rounded(data, digits).to_csv(path, index=False)
+    return Path(path)
+
+def write_json(obj, path, indent: int = 1) -> Path:
+    "Write `obj` to `path` as indented JSON with a final newline, every float `rounded`; return the path."
+    Path(path).write_text(json.dumps(rounded(obj), indent=indent) + "\n")
+    return Path(path)
+
+# %% ../nbs/00b_figure_files.ipynb #b7e10009
+def snap_figure(fig, digits: int = DIGITS, atol: float = ATOL):
+    "Round the data of `fig`'s lines, collections and rectangles and its axes' limits by `round_number`, in place; return `fig`."
+    from matplotlib.collections import Collection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+    r = lambda values: rounded(np.asarray(values, dtype=float), digits, atol)
+    for ax in fig.axes:
+        ax.set_xlim(*r(ax.get_xlim())); ax.set_ylim(*r(ax.get_ylim()))   # fixed as they are, to the digits kept
+    for line in fig.findobj(Line2D):
+        try: x, y = (np.asarray(v, dtype=float) for v in line.get_data(orig=True))   # pandas' object arrays too
+        except (TypeError, ValueError): continue                                       # categories, dates: as they are
+        if x.size: line.set_data(r(x), r(y))
+    for coll in fig.findobj(Collection):
+        if len(offsets := coll.get_offsets()): coll.set_offsets(r(offsets))
+        for path in coll.get_paths():
+            if not path.readonly: path.vertices = r(path.vertices)
+    for rect in fig.findobj(Rectangle):
+        if rect.axes is None: continue   # the figure's and the legend's frames
+        x, y, w, h = r([rect.get_x(), rect.get_y(), rect.get_width(), rect.get_height()])
+        rect.set_bounds(x, y, w, h)
+    for ax in fig.axes:
+        for text in ax.texts:
+            x, y = text.get_position()
+            if isinstance(x, (int, float)) and isinstance(y, (int, float)): text.set_position(tuple(r([x, y])))
+    return fig
+
 # %% ../nbs/00b_figure_files.ipynb #8ea1f7d0
-def save_figure(fig, figures_dir, name: str, data: pd.DataFrame, dpi: int = 120, tight: bool = False) -> list:
-    "Write `fig` as PNG (at `dpi`) and PDF and `data` as CSV: `figures_dir/name.{png,pdf,csv}`, all three or none; return their paths."
+def save_figure(fig, figures_dir, name: str, data: pd.DataFrame, dpi: int = 120, tight: bool = False, digits: int = DIGITS) -> list:
+    "Write `fig` as PNG (at `dpi`) and PDF and `data` as CSV: `figures_dir/name.{png,pdf,csv}`, all three or none, numbers to `digits`; return their paths."
     figures_dir = Path(figures_dir); figures_dir.mkdir(parents=True, exist_ok=True)
     paths = [figures_dir / f"{name}.{ext}" for ext in ("png", "pdf", "csv")]
     partials = [p.with_name(f".{p.name}.partial") for p in paths]   # a full disk midway leaves no figure that looks complete
     if mark := profile_mark():   # above the canvas, clear of every title; the tight box takes it in
         fig.text(0.995, 1.0, mark, ha="right", va="bottom", fontsize=10, fontweight="bold", color="crimson"); tight = True
+    snap_figure(fig, digits)   # the digits that carry meaning, as in the CSV: the PDF's bytes do not depend on the CPU
     try:
-        # `tight` crops the canvas to what is drawn; `dpi` changes the PNG only (a PDF is vector)
-        for path, ext in zip(partials[:2], ("png", "pdf")): fig.savefig(path, format=ext, dpi=dpi, bbox_inches="tight" if tight else None)
-        data.to_csv(partials[2], index=False)
+        # `tight` crops the canvas to what is drawn; `dpi` changes the PNG only (a PDF is vector); a PDF without a date
+        for path, ext in zip(partials[:2], ("png", "pdf")):
+            fig.savefig(path, format=ext, dpi=dpi, bbox_inches="tight" if tight else None, metadata={"CreationDate": None} if ext == "pdf" else None)
+        write_csv(data, partials[2], digits)
     except BaseException:
         for p in partials: p.unlink(missing_ok=True)
         raise

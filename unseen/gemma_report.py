@@ -10,10 +10,11 @@ import pandas as pd
 import matplotlib.pyplot as plt
 import seaborn as sns
 from .gemma_stats import MAGIKARP
+from .figure_files import rounded, write_csv
 
 # %% auto #0
-__all__ = ['PAPER_RANGE', 'PAPER_SIZES', 'is_unused_set', 'markdown_table', 'summary_table', 'availability_table', 'write_tables',
-           'plot_cosine_distributions', 'plot_cosine_vs_size']
+__all__ = ['PAPER_RANGE', 'PAPER_SIZES', 'MACHINE', 'DIGITS', 'is_unused_set', 'markdown_table', 'summary_table',
+           'availability_table', 'write_tables', 'plot_cosine_distributions', 'plot_cosine_vs_size']
 
 # %% ../nbs/07d_gemma_report.ipynb #52938ba9
 PAPER_RANGE = {"unused": (0.23, 0.78), "used": (0.01, 0.09)}  # mean pairwise cosine, Gemma 3 1B-27B (docs/paper.md §1 claim 7)
@@ -50,23 +51,29 @@ def summary_table(table: pd.DataFrame) -> pd.DataFrame:
                      **{m.replace("magikarp_", "Magikarp "): _fmt(r.get(m)) for m in MAGIKARP}})
     return pd.DataFrame(rows)
 
+MACHINE = ["path", "baseline_rss_mb", "peak_rss_mb", "seconds"]   # this machine's: where a model was read, its memory and time
+
 def availability_table(models: pd.DataFrame) -> pd.DataFrame:
-    "One line per listed model: status, and memory against the embedding's size where analysed."
+    "One line per listed model: status, and memory against the embedding's size where analysed (where `models` has `MACHINE`'s columns)."
     cols = ["model", "status", "parameters", "tied", "reserved_family", "reserved_found", "embedding_stored_mb",
             "embedding_float32_mb", "baseline_rss_mb", "peak_rss_mb", "seconds", "message"]
-    out = models.reindex(columns=cols).copy()
+    out = models.reindex(columns=[c for c in cols if c in models.columns or c not in MACHINE]).copy()
     for c in ("parameters", "reserved_found"):  # ints, but a float column once a model is missing
         out[c] = out[c].map(lambda v: "" if pd.isna(v) else f"{int(v):,}")
     for c in ("embedding_stored_mb", "embedding_float32_mb", "baseline_rss_mb", "peak_rss_mb", "seconds"):
-        out[c] = out[c].map(lambda v: _fmt(v, 0 if c != "seconds" else 1))
+        if c in out: out[c] = out[c].map(lambda v: _fmt(v, 0 if c != "seconds" else 1))
     return out.fillna("")
 
 # %% ../nbs/07d_gemma_report.ipynb #b4a10d9c
-def write_tables(models: pd.DataFrame, table: pd.DataFrame, out_dir, ci: float = 0.95) -> Path:
-    "models.csv, table.csv and table.md (summary, availability, the paper's range) under `out_dir`."
+DIGITS = 4   # significant digits in git: the weights are float32, and a 5th digit of their sums moves with the CPU
+
+def write_tables(models: pd.DataFrame, table: pd.DataFrame, out_dir, ci: float = 0.95, digits: int = DIGITS) -> Path:
+    "models.csv, table.csv and table.md (summary, availability, the paper's range) under `out_dir`: `digits` significant digits, no `MACHINE` columns."
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
-    models.to_csv(out_dir / "models.csv", index=False)
-    table.to_csv(out_dir / "table.csv", index=False)
+    # what a rerun on another machine writes alike: its paths, memory and time stay in the executed notebook
+    models = rounded(models.drop(columns=MACHINE, errors="ignore"), digits); table = rounded(table, digits)
+    write_csv(models, out_dir / "models.csv", digits)
+    write_csv(table, out_dir / "table.csv", digits)
     lo_u, hi_u = PAPER_RANGE["unused"]; lo_w, hi_w = PAPER_RANGE["used"]
     md = ["# Reserved-token collapse in real weights", "",
           f"Paper (Gemma 3 1B–27B): mean pairwise cosine {lo_u}–{hi_u} among unused tokens, "

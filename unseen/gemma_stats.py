@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
+from .progress import progress_bar   # a stage's progress file, not the notebook: its bars carry times
 from .gemma import (RESERVED_FAMILIES, ModelSource, NotAvailable, ReservedTokens, check_gemma3_unused,
                           find_reserved, resolve_source)
 from .pools import POOLS, POOL_SIZES, token_pools
@@ -47,7 +47,7 @@ def scan_matrix(reader, # SafetensorsRows or GGUFRows
     ids = torch.as_tensor(np.asarray(ids, dtype=np.int64))
     rows = torch.zeros(len(ids), d)
     total, second_moment, norms = torch.zeros(d, dtype=torch.float64), torch.zeros(d, d, dtype=torch.float64), torch.zeros(n_rows)
-    for start in tqdm(range(0, n_rows, chunk_rows), desc=f"scan {reader.name}", disable=not progress, leave=False):
+    for start in progress_bar(range(0, n_rows, chunk_rows), desc=f"scan {reader.name}", disable=not progress, leave=False):
         stop = min(start + chunk_rows, n_rows)
         block = reader.read(start, stop)                         # (b, d) float32
         total += block.sum(0, dtype=torch.float64)
@@ -290,7 +290,7 @@ def analyse_models(models: list, # [{"name": ..., "source": ...}, ...] as in par
     "Analyse every listed model: (models, table, pairs) data frames."
     if not models: raise ValueError("gemma.models is empty: list at least one {name, source} (params.yaml)")
     results = []
-    for entry in tqdm(models, desc="models"):
+    for entry in progress_bar(models, desc="models"):
         if not isinstance(entry, dict) or not {"name", "source"} <= set(entry):
             raise ValueError(f"each entry of `models` needs a name and a source, got {entry!r}")
         results.append(analyse_model(entry["name"], str(entry["source"]), cfg, cache_dir, isolate))

@@ -13,7 +13,7 @@ import torch
 import matplotlib.pyplot as plt
 from .config import check_fields
 from .geometry import mean_pairwise_cosine
-from .figure_files import save_figure
+from .figure_files import save_figure, write_json
 
 # %% auto #0
 __all__ = ['DTYPE', 'TOLERANCE', 'OPTIMIZERS', 'LemmaConfig', 'make_features', 'init_unembedding', 'probabilities',
@@ -271,11 +271,9 @@ def lemma_metrics(summaries: dict) -> dict:
 
 # %% ../nbs/06_lemma.ipynb #6da046d3
 def save_metrics(metrics: dict, out_dir) -> Path:
-    "Write `metrics` as `out_dir/metrics.json` (indented, a final newline); return its path."
+    "Write `metrics` as `out_dir/metrics.json` (indented, a final newline, 6 significant digits: `write_json`); return its path."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    path = out / "metrics.json"
-    path.write_text(json.dumps(metrics, indent=2) + "\n")
-    return path
+    return write_json(metrics, out / "metrics.json", indent=2)
 
 def save_contraction_figure(runs: dict, figures_dir, name: str = "lemma_contraction"):
     "The `contraction_figure` of runs valid, violating and adamw as `figures_dir/name.{png,pdf}`, its `lemma_table` as `name.csv`; return the figure."

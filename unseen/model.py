@@ -211,7 +211,7 @@ class CopyHead(nn.Module):
         self.cfg = cfg
         self.query, self.key = nn.Linear(cfg.d_model, cfg.d_model, bias=False), nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.gain = nn.Parameter(torch.ones(()))
-        # created last, and only for the mixture, so the other forms draw the same initial weights as before
+        # created last, and only for the mixture, so that the other forms draw the same initial weights with or without it
         self.gate = nn.Linear(cfg.d_model, 1) if cfg.copy == "mixture" else None
         self.pattern = None                                       # (B, T, T_total), when recorded
 

@@ -4,17 +4,17 @@
 
 # %% ../nbs/10_pipeline.ipynb #63999f1d
 from __future__ import annotations
-import argparse, ast, contextlib, copy, fcntl, os, re, shutil, sys
+import argparse, ast, contextlib, copy, fcntl, json, os, re, shutil, sys
 from pathlib import Path
 import yaml
 from .config import check_finite, check_name, check_value
 
 # %% auto #0
-__all__ = ['RUN_SETTINGS', 'EXPERIMENT_KEYS', 'BASE_CHECKS', 'SHARED', 'OUTPUT_DIRS', 'MARKER', 'NEVER', 'load_params',
-           'notebook_parameters', 'declared_parameters', 'deep_merge', 'set_key', 'check_matrix', 'stage_parameters',
-           'pipeline_call', 'dvc_stage', 'stage_outputs', 'tracked_outputs', 'check_by_hand', 'stage_notebook',
-           'declared_outputs', 'check_place', 'check_out_dir', 'output_dir', 'writing', 'run_stage', 'parse_overrides',
-           'main']
+__all__ = ['RUN_SETTINGS', 'EXPERIMENT_KEYS', 'BASE_CHECKS', 'SHARED', 'OUTPUT_DIRS', 'MARKER', 'NEVER', 'RUN_TIMES',
+           'load_params', 'notebook_parameters', 'declared_parameters', 'deep_merge', 'set_key', 'check_matrix',
+           'stage_parameters', 'pipeline_call', 'dvc_stage', 'stage_outputs', 'tracked_outputs', 'check_by_hand',
+           'stage_notebook', 'declared_outputs', 'check_place', 'check_out_dir', 'output_dir', 'writing',
+           'strip_run_times', 'run_stage', 'parse_overrides', 'main']
 
 # %% ../nbs/10_pipeline.ipynb #29a1ab7f
 RUN_SETTINGS = ("threads", "isolate", "chunk_rows")   # how a stage runs (cores, processes, block size), not what it computes
@@ -307,6 +307,22 @@ def writing(out_dir, root=".", stage: str = "", parameters: dict | None = None):
         if not inside: lock.unlink(missing_ok=True)    # leave nothing of ours beside a directory outside the checkout
         os.close(fd)
 
+# %% ../nbs/10_pipeline.ipynb #b7e4c002
+RUN_TIMES = ("start_time", "end_time", "duration")   # papermill's, in the notebook's and each cell's metadata
+
+def strip_run_times(path) -> Path:
+    "Drop the wall-clock times papermill and the kernel write into the executed notebook at `path`, and the injected cell's random id (in place); return the path."
+    path = Path(path); nb = json.loads(path.read_text())
+    for meta in [nb.get("metadata", {}).get("papermill", {})] + [c.get("metadata", {}).get("papermill", {}) for c in nb.get("cells", [])]:
+        for key in RUN_TIMES: meta.pop(key, None)
+    for cell in nb.get("cells", []):
+        cell.get("metadata", {}).pop("execution", None)   # the kernel's iopub and shell times
+        if "injected-parameters" in cell.get("metadata", {}).get("tags", []): cell["id"] = "injected-parameters"   # not a random one
+        for out in cell.get("outputs", []):   # a warning names the kernel's temporary directory, which carries its process id
+            if isinstance(out.get("text"), list): out["text"] = [re.sub(r"ipykernel_\d+", "ipykernel", t) for t in out["text"]]
+    path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    return path
+
 # %% ../nbs/10_pipeline.ipynb #72aab873
 def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | None = None, tag: str | None = None,
               progress=True) -> Path:
@@ -358,7 +374,7 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
             if before is None: os.environ.pop("UNSEEN_PROGRESS")
             if mark_before is None: os.environ.pop("UNSEEN_MARK")
             else: os.environ["UNSEEN_MARK"] = mark_before
-    partial.rename(out)
+    strip_run_times(partial).rename(out)   # the same bytes from the same run, whenever it ran
     return out
 
 def _write_error(e) -> int:

@@ -10,16 +10,16 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 from .interventions import variant_settings
-from .figure_files import profile_mark
+from .figure_files import profile_mark, rounded, write_csv, write_json
 
 # %% auto #0
-__all__ = ['CLAIMS', 'N_PROBLEMS', 'THRESHOLDS', 'ROBUST', 'DIVERSITY_CLAIMS', 'GAIN', 'BEGIN', 'END', 'README_BLOCKS',
-           'seed_parts', 't_interval', 'interval', 'difference', 'side', 'verdict', 'compare', 'agree', 'run_files',
-           'collect', 'collect_draw', 'scores', 'results_table', 'fmt_interval', 'markdown_results', 'redrawn_table',
-           'markdown_redrawn', 'pair_table', 'control_table', 'markdown_controls', 'robust_seeds', 'parts_table',
-           'markdown_parts', 'gain_verdict', 'diversity_table', 'half_verdicts', 'markdown_diversity', 'all_verdicts',
-           'redraw_table', 'markdown_redraw', 'table_note', 'write_results', 'write_comparisons', 'write_verdicts',
-           'update_readme', 'readme_main']
+__all__ = ['CLAIMS', 'N_PROBLEMS', 'THRESHOLDS', 'ROBUST', 'DIVERSITY_CLAIMS', 'GAIN', 'HEADLINE', 'COLLAPSE', 'DIVERSITY',
+           'BEGIN', 'END', 'README_BLOCKS', 'seed_parts', 't_interval', 'interval', 'difference', 'side', 'verdict',
+           'compare', 'agree', 'run_files', 'collect', 'collect_draw', 'scores', 'results_table', 'fmt_interval',
+           'markdown_results', 'redrawn_table', 'markdown_redrawn', 'pair_table', 'control_table', 'markdown_controls',
+           'robust_seeds', 'parts_table', 'markdown_parts', 'gain_verdict', 'diversity_table', 'half_verdicts',
+           'markdown_diversity', 'all_verdicts', 'redraw_table', 'markdown_redraw', 'table_note', 'write_results',
+           'write_comparisons', 'write_verdicts', 'headline_metrics', 'write_headline', 'update_readme', 'readme_main']
 
 # %% ../nbs/09_results.ipynb #5fdac633
 CLAIMS = {   # variant (unseen.interventions.VARIANTS) -> the paper's claim for each scenario
@@ -369,7 +369,7 @@ def write_results(runs: pd.DataFrame, experiments, out_dir, metric: str = "exact
     "table.csv, redrawn.csv and table.md (the scenarios table, then the re-drawn readings) under `out_dir`; the markdown."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     table, redrawn = results_table(runs, experiments, metric), redrawn_table(runs, experiments, metric)
-    table.to_csv(out / "table.csv", index=False); redrawn.to_csv(out / "redrawn.csv", index=False)
+    write_csv(table, out / "table.csv"); write_csv(redrawn, out / "redrawn.csv")
     md = markdown_results(table) + (f"\n\nRuns with resets, scenarios 2 and 3 at the end and right after a fresh draw of their unseen rows:"
                                     f"\n\n{markdown_redrawn(redrawn)}" if len(redrawn) else "")
     (out / "table.md").write_text(table_note(metric) + "\n\n" + md + "\n")
@@ -388,7 +388,7 @@ def write_comparisons(runs: pd.DataFrame, controls: dict, parts: dict, sweep: di
               "length": (parts_table(runs, length or {}, metric), lambda t: markdown_parts(t, ("longer run", "control")),
                          "Claim 5's training-length control: a run trained to a fixed budget against the same run stopped "
                          "when its validation split is learned:")}
-    for name, (frame, _, _) in tables.items(): frame.to_csv(out / f"{name}.csv", index=False)
+    for name, (frame, _, _) in tables.items(): write_csv(frame, out / f"{name}.csv")
     md = "\n\n".join(f"{head}\n\n{to_md(frame)}" for frame, to_md, head in tables.values() if len(frame))
     (out / "comparisons.md").write_text(table_note(metric) + "\n\n" + md + "\n")
     return md
@@ -399,7 +399,7 @@ def write_verdicts(runs: pd.DataFrame, experiments, parts: dict, sweep: dict, ou
     "verdicts.csv under `out_dir`, and with `redraw` (another draw's runs.csv) redraw.md, every verdict of both; the table of both, or of this draw."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     verdicts = all_verdicts(runs, experiments, parts, sweep, metric)
-    verdicts.to_csv(out / "verdicts.csv", index=False)
+    write_csv(verdicts, out / "verdicts.csv")
     if not redraw:
         (out / "redraw.md").unlink(missing_ok=True)          # no other draw: no comparison left from an earlier run
         return verdicts
@@ -408,6 +408,51 @@ def write_verdicts(runs: pd.DataFrame, experiments, parts: dict, sweep: dict, ou
                                    f"(`{redraw}`, exact match only: no re-drawn readings). Rules: nbs/09_results.ipynb.\n\n"
                                    + markdown_redraw(both, ("this draw", "other draw")) + "\n")
     return both
+
+# %% ../nbs/09_results.ipynb #b7e2a002
+HEADLINE = {   # metrics key -> (run, column of `collect`'s rows, scenario); docs/paper.md §1's claim in the comment
+    "standard.s1": ("standard", "exact_match", "s1"),          # 1: learned with the names seen
+    "standard.s3": ("standard", "exact_match", "s3"),          # 1: and not with them unseen
+    "copy.s2": ("copy", "exact_match", "s2"),                  # 3: the copy head, query unseen
+    "mixture.s2": ("copy_mixture", "exact_match", "s2"),       # 3: read out as a pointer-generator
+    "freeze.s3": ("freeze", "exact_match", "s3"),              # 4: frozen embeddings, every name unseen
+    "reset.s3": ("reset", "exact_match", "s3"),                # 4: resets, at the end
+    "redrawn.s3": ("reset", "redrawn_exact_match", "s3"),      # 4: resets, right after a re-draw of the unseen rows
+    "recipe.s3": ("full_recipe", "exact_match", "s3"),         # 6: the full recipe
+}
+COLLAPSE = {"standard.cos": "standard", "freeze.cos": "freeze"}   # 2: run whose unseen rows' final cosine is listed
+DIVERSITY = ("diversity.s3", "freeze")   # 5: the gain on scenario 3 from the sweep's fewest to its most names
+
+def headline_metrics(runs: pd.DataFrame,        # `collect`'s rows of every evaluated run
+                     sweep: dict,               # claim 5's sweep: variant -> its runs from the fewest to the most names
+                     train_dir="runs/train",    # the train stages' metrics.json: the collapse statistic at the end
+                     metric: str = "exact_match") -> dict:
+    "The `HEADLINE`, `COLLAPSE` and `DIVERSITY` numbers that are here, means over seeds to four decimals, as nested dicts."
+    flat = {}
+    for key, (run, column, scenario) in HEADLINE.items():
+        column = column.replace("exact_match", metric)
+        x = runs.loc[(runs["run"] == run) & (runs["scenario"] == scenario), column].dropna()
+        if len(x): flat[key] = float(x.mean())
+    for key, run in COLLAPSE.items():
+        cos = [json.loads(p.read_text()).get("cos_unseen_unembed") for r, _, p in run_files(train_dir, "metrics.json") if r == run]
+        if cos := [c for c in cos if c is not None]: flat[key] = float(np.mean(cos))
+    key, variant = DIVERSITY
+    have = [r for r in sweep.get(variant, []) if r in set(runs["run"])]
+    if len(have) >= 2:
+        mean = lambda r: runs.loc[(runs["run"] == r) & (runs["scenario"] == "s3"), metric].mean()
+        flat[key] = float(mean(have[-1]) - mean(have[0]))
+    nested = {}
+    for key, value in flat.items():
+        group, name = key.split(".")
+        nested.setdefault(group, {})[name] = value
+    return rounded(nested, 4, atol=1e-4)   # scores and cosines in [-1, 1]: four decimals
+
+def write_headline(runs: pd.DataFrame, sweep: dict, out_dir, train_dir="runs/train", metric: str = "exact_match") -> dict:
+    "headline.json under `out_dir`: `headline_metrics`; return them."
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    metrics = headline_metrics(runs, sweep, train_dir, metric)
+    write_json(metrics, out / "headline.json")
+    return metrics
 
 # %% ../nbs/09_results.ipynb #2a0d5333
 BEGIN, END = "<!-- results-table -->", "<!-- /results-table -->"
