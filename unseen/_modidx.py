@@ -551,6 +551,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'unseen.results.results_table': ('results.html#results_table', 'unseen/results.py'),
                                 'unseen.results.robust_seeds': ('results.html#robust_seeds', 'unseen/results.py'),
                                 'unseen.results.run_files': ('results.html#run_files', 'unseen/results.py'),
+                                'unseen.results.scenarios_figure': ('results.html#scenarios_figure', 'unseen/results.py'),
                                 'unseen.results.scores': ('results.html#scores', 'unseen/results.py'),
                                 'unseen.results.seed_parts': ('results.html#seed_parts', 'unseen/results.py'),
                                 'unseen.results.side': ('results.html#side', 'unseen/results.py'),

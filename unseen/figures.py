@@ -231,6 +231,7 @@ def collapse_plot(logs: pd.DataFrame, variants: list, untied: str | None, baseli
 def collapse_claim(runs: Runs, variants: list, untied: str | None, baseline: str) -> ClaimFigure:
     "Claim 2: the collapse curves, and per run the final cosine of the unseen and the seen rows with its verdict."
     shown = [*variants, *([untied] if untied else []), baseline]
+    if not shown[:-1]: return absent_claim("collapse_curves", "Claim 2, the collapse", ["a variant (figures.variants)"])
     if missing := runs.missing(shown): return absent_claim("collapse_curves", "Claim 2, the collapse", missing)
     logs = runs.logs
     fig = collapse_plot(logs, variants, untied, baseline)
@@ -325,6 +326,7 @@ def forgetting_claim(runs: Runs, forgetting: dict, baseline: str) -> ClaimFigure
     "Claim 4's resets that stop: each kind of reset {going on: stopping} beside `baseline`, by step, and greedy exact match after training."
     pairs = list(forgetting.items())
     shown = [baseline] + [r for pair in pairs for r in pair]
+    if not pairs: return absent_claim("temporary_forgetting", "Claim 4's resets, when they stop", ["a kind of reset (figures.forgetting)"])
     if missing := runs.missing(shown): return absent_claim("temporary_forgetting", "Claim 4's resets, when they stop", missing)
     until = {stop: last_reset(runs.experiments, stop) for _, stop in pairs}
     fig = forgetting_plot(runs.logs, pairs, until, baseline)

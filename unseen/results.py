@@ -13,13 +13,14 @@ from .interventions import variant_settings
 from .figure_files import profile_mark, rounded, write_csv, write_json
 
 # %% auto #0
-__all__ = ['CLAIMS', 'N_PROBLEMS', 'THRESHOLDS', 'ROBUST', 'DIVERSITY_CLAIMS', 'GAIN', 'HEADLINE', 'COLLAPSE', 'DIVERSITY',
-           'BEGIN', 'END', 'README_BLOCKS', 'seed_parts', 't_interval', 'interval', 'difference', 'side', 'verdict',
-           'compare', 'agree', 'run_files', 'collect', 'collect_draw', 'scores', 'results_table', 'fmt_interval',
-           'markdown_results', 'redrawn_table', 'markdown_redrawn', 'pair_table', 'control_table', 'markdown_controls',
-           'robust_seeds', 'parts_table', 'markdown_parts', 'gain_verdict', 'diversity_table', 'half_verdicts',
-           'markdown_diversity', 'all_verdicts', 'redraw_table', 'markdown_redraw', 'table_note', 'write_results',
-           'write_comparisons', 'write_verdicts', 'headline_metrics', 'write_headline', 'update_readme', 'readme_main']
+__all__ = ['CLAIMS', 'N_PROBLEMS', 'THRESHOLDS', 'ROBUST', 'DIVERSITY_CLAIMS', 'GAIN', 'SCENARIO_WORDS', 'HEADLINE', 'COLLAPSE',
+           'DIVERSITY', 'BEGIN', 'END', 'README_BLOCKS', 'seed_parts', 't_interval', 'interval', 'difference', 'side',
+           'verdict', 'compare', 'agree', 'run_files', 'collect', 'collect_draw', 'scores', 'results_table',
+           'fmt_interval', 'markdown_results', 'redrawn_table', 'markdown_redrawn', 'pair_table', 'control_table',
+           'markdown_controls', 'robust_seeds', 'parts_table', 'markdown_parts', 'gain_verdict', 'diversity_table',
+           'half_verdicts', 'markdown_diversity', 'all_verdicts', 'redraw_table', 'markdown_redraw', 'table_note',
+           'write_results', 'write_comparisons', 'write_verdicts', 'scenarios_figure', 'headline_metrics',
+           'write_headline', 'update_readme', 'readme_main']
 
 # %% ../nbs/09_results.ipynb #5fdac633
 CLAIMS = {   # variant (unseen.interventions.VARIANTS) -> the paper's claim for each scenario
@@ -408,6 +409,26 @@ def write_verdicts(runs: pd.DataFrame, experiments, parts: dict, sweep: dict, ou
                                    f"(`{redraw}`, exact match only: no re-drawn readings). Rules: nbs/09_results.ipynb.\n\n"
                                    + markdown_redraw(both, ("this draw", "other draw")) + "\n")
     return both
+
+# %% ../nbs/09_results.ipynb #5ce9a002
+SCENARIO_WORDS = {"s1": "1: every name seen", "s2": "2: query unseen", "s3": "3: every name unseen"}   # the legend's words
+
+def scenarios_figure(runs: pd.DataFrame, experiments, metric: str = "exact_match"):
+    "Bars of each experiment's mean `metric` per scenario, ± 1 std over seeds, and a dot per seed."
+    import matplotlib.pyplot as plt, seaborn as sns
+    order = [e for e in experiments if e in set(runs["run"])]    # the table's order
+    shown = runs.assign(scenario=runs["scenario"].map(SCENARIO_WORDS).fillna(runs["scenario"]))
+    fig, ax = plt.subplots(figsize=(12, 4.2), constrained_layout=True)
+    sns.barplot(shown, x="run", y=metric, hue="scenario", order=order, errorbar="sd", ax=ax)
+    np.random.seed(0)  # seaborn jitters the points with numpy's global generator: fixed, so the PNG is the same on every rerun
+    sns.stripplot(shown, x="run", y=metric, hue="scenario", order=order, dodge=True, color="k", size=3, legend=False, ax=ax)
+    ax.legend(title="test scenario", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_xlabel("experiment (train.experiments in params.yaml)"); ax.tick_params(axis="x", labelrotation=20)   # ten names side by side
+    what = {"exact_match": "greedy exact match", "answer": "True/False answer right"}.get(metric, metric)
+    ax.set_ylim(0, 1.02); ax.set_ylabel(f"{what}\n(fraction of test problems)")
+    fig.suptitle("Claims 1, 3, 4 and 6 (docs/paper.md §1): each experiment on the three test scenarios\n"
+                 "bars: mean over seeds, ± 1 std; dots: each seed", fontsize=11)
+    return fig
 
 # %% ../nbs/09_results.ipynb #b7e2a002
 HEADLINE = {   # metrics key -> (run, column of `collect`'s rows, scenario); docs/paper.md §1's claim in the comment
