@@ -125,6 +125,7 @@ def claim_title(fig, claim: str, how: str):
 
 def shared_legend(fig, handles: list, ncols: int | None = None):
     "One legend for the whole figure, below its panels (a constrained layout makes room), in as many columns as its width holds."
+    if not handles: return                                            # nothing drawn that needs a key
     entry = 0.06 * max(len(h.get_label()) for h in handles) + 0.7     # inches an entry takes at fontsize 9, about
     ncols = ncols or max(1, min(len(handles), int(fig.get_figwidth() // entry)))
     fig.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False, fontsize=9)
@@ -281,6 +282,7 @@ def diversity_table(acc: pd.DataFrame, cos: pd.DataFrame, sweep: list) -> list:
 # %% ../nbs/09a_figures.ipynb #83ed4c9d
 def diversity_claim(runs: Runs, sweep: list) -> ClaimFigure:
     "Claim 5: exact match and the final unseen-row cosine against n_train, for the variants of `sweep`."
+    if not sweep: return absent_claim("diversity", "Claim 5, data diversity", ["a variant to sweep (figures.sweep)"])
     evals, final = in_sweep(runs.evals, sweep, runs.experiments), in_sweep(runs.final, sweep, runs.experiments)
     missing = runs.missing([f"{v}-n*" for v in sweep]) if evals["n_train"].nunique() < 2 else []
     if missing: return absent_claim("diversity", "Claim 5, data diversity", missing)
