@@ -31,7 +31,7 @@ import yaml
 from unseen.finetune_experiment import load_experiment, parse_conditions, prepare_conditions
 from unseen.finetune import task_token_ids
 from unseen.finetune_rows import TaskRows, target_logits
-from unseen.finetune_run import METRICS, FinetuneConfig, _to, held_out_chunks, score_held_out
+from unseen.finetune_run import METRICS, FinetuneConfig, _to, finetune_step, held_out_chunks, score_held_out
 
 
 def reference_logits(model, rows, enc) -> tuple:
@@ -98,16 +98,7 @@ def main():
     counter = iter(range(1, 10 ** 9))
 
     def step():   # the body of `finetune`'s loop
-        s = next(counter)
-        net.train()
-        enc = _to(task.encode(*task.batch(s, cfg.batch_size), pool), cfg.device)
-        logits, targets, *_ = target_logits(net, rows, enc)
-        loss = F.cross_entropy(logits.float(), targets)
-        loss.backward()
-        if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-        for g in opt.param_groups: g["lr"] = cfg.lr_at(s)
-        opt.step(); opt.zero_grad(set_to_none=True)
-        return loss.item()
+        return finetune_step(net, rows, task, pool, opt, params, cfg, next(counter))
 
     n = len(task.held_out)
     chunks = held_out_chunks(task, pool, cfg)

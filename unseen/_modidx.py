@@ -227,6 +227,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                    'unseen/finetune_run.py'),
                                      'unseen.finetune_run._to': ('finetune_run.html#_to', 'unseen/finetune_run.py'),
                                      'unseen.finetune_run.finetune': ('finetune_run.html#finetune', 'unseen/finetune_run.py'),
+                                     'unseen.finetune_run.finetune_step': ('finetune_run.html#finetune_step', 'unseen/finetune_run.py'),
                                      'unseen.finetune_run.held_out_chunks': ('finetune_run.html#held_out_chunks', 'unseen/finetune_run.py'),
                                      'unseen.finetune_run.rows_cosine': ('finetune_run.html#rows_cosine', 'unseen/finetune_run.py'),
                                      'unseen.finetune_run.score_held_out': ('finetune_run.html#score_held_out', 'unseen/finetune_run.py'),

@@ -17,7 +17,7 @@ from .config import check_fields
 
 # %% auto #0
 __all__ = ['METRICS', 'RECIPES', 'PROBLEM_METRICS', 'target_counts', 'scores_of', 'target_scores', 'FinetuneConfig',
-           'held_out_chunks', 'score_held_out', 'rows_cosine', 'finetune']
+           'held_out_chunks', 'score_held_out', 'rows_cosine', 'finetune_step', 'finetune']
 
 # %% ../nbs/08b_finetune_run.ipynb #7e1edef8
 METRICS = ("loss", "derived_exact", "answer_acc", "exact", "var_acc")
@@ -144,6 +144,18 @@ def rows_cosine(model, rows: TaskRows | None, ids) -> float:
     return mean_pairwise_cosine(W.detach().double().cpu())
 
 # %% ../nbs/08b_finetune_run.ipynb #1f7b1e36
+def finetune_step(model, rows, task, pool, opt, params: list, cfg, step: int) -> float:
+    "One optimiser step of fine-tuning on batch `step` of `task` with names from `pool`: the loss at the targets, clipped, AdamW at `cfg.lr_at(step)`."
+    model.train()
+    enc = _to(task.encode(*task.batch(step, cfg.batch_size), pool), cfg.device)
+    logits, targets, *_ = target_logits(model, rows, enc)
+    loss = F.cross_entropy(logits.float(), targets)
+    loss.backward()
+    if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+    for g in opt.param_groups: g["lr"] = cfg.lr_at(step)
+    opt.step(); opt.zero_grad(set_to_none=True)
+    return loss.item()
+
 def finetune(model, # a causal LM, weights in cfg.dtype on cfg.device: trained in place
              task: Task, pool: Pool, # the problems and this condition's names
              cfg: FinetuneConfig = FinetuneConfig(),
@@ -175,15 +187,7 @@ def finetune(model, # a causal LM, weights in cfg.dtype on cfg.device: trained i
     losses = []
     for step in range(1, cfg.steps + 1):
         if reached and cfg.stop_at_threshold: break
-        model.train()
-        enc = _to(task.encode(*task.batch(step, cfg.batch_size), pool), cfg.device)
-        logits, targets, *_ = target_logits(model, rows, enc)
-        loss = F.cross_entropy(logits.float(), targets)
-        loss.backward()
-        if cfg.grad_clip: torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-        for g in opt.param_groups: g["lr"] = cfg.lr_at(step)
-        opt.step(); opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
+        losses.append(finetune_step(model, rows, task, pool, opt, params, cfg, step))
         if step in scored:
             reached = record(step, float(np.mean(losses))); losses = []
     if rows is not None: rows.write_back(model)
