@@ -290,7 +290,9 @@ def test_stage_notebook_runs_with_papermill_parameters(tmp_path, tiny_dir):
                         kernel_name="python3", progress_bar=False,
                         parameters=dict(model={"name": "tiny-from-disk", "source": str(tiny_dir)}, n_seeds=1,
                                         training={"steps": 4, "batch_size": 4, "eval_every": 2, "dtype": "float32"},
-                                        out_dir=str(out_dir), figures_dir=str(figures_dir)))
+                                        out_dir=str(out_dir), figures_dir=str(figures_dir),
+                                        workers=2, store_dir=str(tmp_path / "store")))   # from a papermill kernel, as the pipeline runs it
+    assert not (tmp_path / "store").exists()                                 # the stored runs are gone once the outputs are written
     log = pd.read_csv(out_dir / "log.csv")
     assert log["step"].max() == 4 and sorted(log["step"].unique()) == [0, 2, 4]   # the -p values reached the notebook
     assert set(log["condition"]) == {"unused", "adjectives", "letters", "unused_mean_noise", "unused_covariance"}

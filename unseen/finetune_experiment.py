@@ -4,7 +4,7 @@
 
 # %% ../nbs/08c_finetune_experiment.ipynb #da534d9d
 from __future__ import annotations
-import dataclasses, os, time, zlib
+import dataclasses, hashlib, json, multiprocessing, os, shutil, time, zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -20,8 +20,9 @@ from .finetune_rows import DECOLLAPSE, decollapse, is_tied
 from .finetune_run import FinetuneConfig, finetune
 
 # %% auto #0
-__all__ = ['DEFAULT_CACHE', 'load_causal_lm', 'Condition', 'parse_conditions', 'Prepared', 'prepare_conditions',
-           'pool_similarity', 'run_experiment', 'FinetuneExperiment', 'load_experiment', 'GridResult', 'run_grid']
+__all__ = ['DEFAULT_CACHE', 'RUN_MODULES', 'load_causal_lm', 'Condition', 'parse_conditions', 'Prepared', 'prepare_conditions',
+           'pool_similarity', 'run_one', 'code_fingerprint', 'RunStore', 'run_experiment', 'FinetuneExperiment',
+           'load_experiment', 'GridResult', 'run_in_workers', 'run_grid']
 
 # %% ../nbs/08c_finetune_experiment.ipynb #6a529407
 DEFAULT_CACHE = "~/.cache/unseen/finetune"
@@ -128,9 +129,78 @@ def pool_similarity(model, ids, n_boot: int = 200, seed: int = 0) -> dict:
     return out
 
 # %% ../nbs/08c_finetune_experiment.ipynb #9de9ec96
+def run_one(model, base: dict, # `model.state_dict()` before any run: restored in place first
+            p: Prepared, seed: int, task: Task, cfg: FinetuneConfig, show=None, # show: `finetune`'s progress callable
+           ) -> tuple:
+    "One run of condition `p` with `seed` from `base`: its log and its row of the runs table."
+    c, start = p.condition, time.time()
+    model.load_state_dict(base)
+    if c.decollapse:
+        g = torch.Generator().manual_seed(int(seed) * 1_000_003 + zlib.crc32(c.name.encode()))
+        decollapse(model, p.pool.ids, c.decollapse, p.reference.ids, g)
+    before = pool_similarity(model, p.pool.ids, seed=seed)
+    log = finetune(model, task, p.pool, cfg, seed=seed, progress=show)
+    after = pool_similarity(model, p.pool.ids, seed=seed)
+    row = {"condition": c.name, "seed": seed, "pool": p.pool.name, "decollapse": c.decollapse or "",
+           "names": " ".join(p.pool.texts[:6]) + " ...", "steps_run": int(log["step"].max()),
+           "seconds": time.time() - start, **{f"before_{k}": v for k, v in before.items()},
+           **{f"after_{k}": v for k, v in after.items()}}
+    return log.assign(condition=c.name, seed=seed), row
+
+# %% ../nbs/08c_finetune_experiment.ipynb #b7e2d4a1
+RUN_MODULES = ("finetune.py", "finetune_rows.py", "finetune_run.py", "finetune_experiment.py", "pools.py", "logic.py", "gemma.py")
+
+def code_fingerprint() -> str:
+    "A short hash of the library modules a fine-tuning run executes: a stored run of other code is not reused."
+    import unseen
+    h = hashlib.sha256()
+    for name in RUN_MODULES: h.update((Path(unseen.__file__).parent / name).read_bytes())
+    return h.hexdigest()[:16]
+
+# %% ../nbs/08c_finetune_experiment.ipynb #c4d8e9f0
+@dataclass
+class RunStore:
+    "Finished runs of a grid on disk, `root/CONDITION-sSEED/`, each read back only under the fingerprint it was written with."
+    root: Path
+    fingerprint: str       # of the experiment (`FinetuneExperiment.spec`) and the code; the run's condition and seed are added
+
+    def _key(self, c: Condition, seed: int) -> str:
+        return hashlib.sha256(json.dumps([self.fingerprint, dataclasses.asdict(c), int(seed)], sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def path(self, c: Condition, seed: int) -> Path: return Path(self.root) / f"{c.name}-s{seed}"
+
+    def save(self, c: Condition, seed: int, log: pd.DataFrame, row: dict):
+        "Write a finished run atomically: a killed write leaves no run that reads as finished."
+        path = self.path(c, seed)
+        tmp = path.with_name(path.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+        log.to_csv(tmp / "log.csv", index=False)
+        (tmp / "run.json").write_text(json.dumps({"key": self._key(c, seed), "row": row}, default=float))
+        if path.exists(): shutil.rmtree(path)
+        tmp.rename(path)
+
+    def load(self, c: Condition, seed: int) -> tuple | None:
+        "(log, row) of a stored run of this condition and seed under this fingerprint, or None."
+        path = self.path(c, seed)
+        try: saved = json.loads((path / "run.json").read_text())
+        except (OSError, ValueError): return None
+        if saved.get("key") != self._key(c, seed):
+            print(f"{path}: a run of other parameters or code: running it again"); return None
+        return pd.read_csv(path / "log.csv", keep_default_na=True), saved["row"]
+
+    def clear(self):
+        "Delete the stored runs (their folders only) and `root` once empty."
+        root = Path(self.root)
+        if not root.is_dir(): return
+        for d in root.iterdir():
+            if d.is_dir() and {f.name for f in d.iterdir()} <= {"log.csv", "run.json"}: shutil.rmtree(d)
+        if not any(root.iterdir()): root.rmdir()
+
+# %% ../nbs/08c_finetune_experiment.ipynb #8b034111
 def run_experiment(model, tokenizer, task: Task, conditions: list, seeds: list, cfg: FinetuneConfig,
                    keep_weights_dir=None, # save each fine-tuned model here (large); None: keep nothing
                    progress: bool = True,
+                   store: RunStore | None = None, # finished runs: read from here when stored, written here when run
                   ) -> tuple:
     "Fine-tune every condition with `seeds` (a condition's own n_seeds: the first that many): (log, runs) data frames."
     prepared = prepare_conditions(tokenizer, conditions, task, task.seed)
@@ -141,27 +211,22 @@ def run_experiment(model, tokenizer, task: Task, conditions: list, seeds: list, 
     bar = progress_bar(total=sum(n_runs(p.condition) for p in prepared) * cfg.steps, desc="finetune", disable=not progress)
     for k, seed in enumerate(seeds):
         for p in prepared:
-            c, start = p.condition, time.time()
+            c = p.condition
             if k >= n_runs(c): continue
-            model.load_state_dict(base)
-            if c.decollapse:
-                g = torch.Generator().manual_seed(int(seed) * 1_000_003 + zlib.crc32(c.name.encode()))
-                decollapse(model, p.pool.ids, c.decollapse, p.reference.ids, g)
-            before = pool_similarity(model, p.pool.ids, seed=seed)
-            def show(step, row, c=c, seed=seed, done=[0]):
-                bar.set_description_str(f"finetune {c.name} s{seed}", refresh=False)
-                bar.set_postfix_str(f"{cfg.threshold_metric}={row[cfg.threshold_metric]:.2f}, pool cos={row['pool_cosine']:.2f}", refresh=False)
-                bar.update(step - done[0]); done[0] = step
-            log = finetune(model, task, p.pool, cfg, seed=seed, progress=show)
+            stored = store.load(c, seed) if store is not None else None
+            if stored is None:
+                def show(step, row, c=c, seed=seed, done=[0]):
+                    bar.set_description_str(f"finetune {c.name} s{seed}", refresh=False)
+                    bar.set_postfix_str(f"{cfg.threshold_metric}={row[cfg.threshold_metric]:.2f}, pool cos={row['pool_cosine']:.2f}", refresh=False)
+                    bar.update(step - done[0]); done[0] = step
+                log, row = run_one(model, base, p, seed, task, cfg, show)
+                if store is not None: store.save(c, seed, log, row)
+                if keep_weights_dir is not None: model.save_pretrained(Path(keep_weights_dir) / f"{c.name}-s{seed}")
+            else:
+                log, row = stored
+                bar.update(int(log["step"].max()))
             bar.total -= cfg.steps - int(log["step"].max()); bar.refresh()
-            after = pool_similarity(model, p.pool.ids, seed=seed)
-            logs.append(log.assign(condition=c.name, seed=seed))
-            runs.append({"condition": c.name, "seed": seed, "pool": p.pool.name, "decollapse": c.decollapse or "",
-                         "names": " ".join(p.pool.texts[:6]) + " ...", "steps_run": int(log["step"].max()),
-                         "seconds": time.time() - start, **{f"before_{k}": v for k, v in before.items()},
-                         **{f"after_{k}": v for k, v in after.items()}})
-            if keep_weights_dir is not None:
-                model.save_pretrained(Path(keep_weights_dir) / f"{c.name}-s{seed}")
+            logs.append(log); runs.append(row)
     bar.close()
     model.load_state_dict(base)
     return pd.concat(logs, ignore_index=True), pd.DataFrame(runs)
@@ -178,6 +243,7 @@ class FinetuneExperiment:
     cfg: FinetuneConfig
     started: float                         # time.time() before loading: the stage's wall time counts from here
     load_seconds: float
+    spec: dict = field(default_factory=dict, repr=False)  # `load_experiment`'s arguments: a worker process loads the same
 
     def describe(self) -> str:
         "One line: the model, where it came from, how long it took to load, its size."
@@ -194,12 +260,14 @@ def load_experiment(model: dict, # {"name": label, "source": a source of `load_c
                     cache_dir=DEFAULT_CACHE, # where a GGUF's dense copy is kept
                    ) -> FinetuneExperiment:
     "Load `model` and build the task of its runs, from the `finetune` stage's parameters."
+    spec = dict(model=model, training=training, problem=problem, n_names=n_names, eval_problems=eval_problems, seed=seed,
+                device=device, cache_dir=str(cache_dir))
     started = time.time()
     cfg = FinetuneConfig(**{"device": device, **training})
     net, tokenizer, path = load_causal_lm(model["source"], cfg.dtype, device, cache_dir, model["name"])
     load_seconds = time.time() - started
     task = Task.make(tokenizer, LogicConfig.from_dict(problem, "finetune.problem"), n_names, eval_problems, seed)
-    return FinetuneExperiment(model["name"], path, net, tokenizer, task, cfg, started, load_seconds)
+    return FinetuneExperiment(model["name"], path, net, tokenizer, task, cfg, started, load_seconds, spec)
 
 # %% ../nbs/08c_finetune_experiment.ipynb #1e04154f
 @dataclass
@@ -210,16 +278,53 @@ class GridResult:
     cfg: FinetuneConfig
     info: dict          # model, seconds (from before loading), load_seconds, eval_problems: the report's header
 
+# %% ../nbs/08c_finetune_experiment.ipynb #0a1b2c3d
+_worker_exp = None   # a worker process's own copy of the experiment
+
+def _load_worker(spec: dict):
+    global _worker_exp
+    _worker_exp = load_experiment(**spec)
+
+def _run_in_worker(condition: dict, seed: int, root: str, fp: str, keep_weights_dir) -> str:
+    "Run one condition (as a dict) with one seed in a worker and store it; the grid reads it back from the store."
+    e = _worker_exp
+    run_experiment(e.model, e.tokenizer, e.task, [Condition(**condition)], [seed], e.cfg, keep_weights_dir,
+                   progress=False, store=RunStore(Path(root), fp))
+    return f"{condition['name']} s{seed}"
+
+def run_in_workers(exp: FinetuneExperiment, jobs: list, # (condition, seed) pairs
+                   store: RunStore, workers: int, keep_weights_dir=None, progress: bool = True):
+    "Run the `jobs` not yet in `store` in `workers` processes of their own (each loads `exp.spec`), in their order."
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from unseen import finetune_experiment as lib   # what a spawned process can import (not a notebook's own definitions)
+    todo = [(dataclasses.asdict(c), s) for c, s in jobs if store.load(c, s) is None]
+    if not todo: return
+    # spawn, not fork: a forked copy of a process that has run torch's thread pool can hang; a worker that dies
+    # raises BrokenProcessPool here instead of leaving the grid waiting
+    with ProcessPoolExecutor(min(workers, len(todo)), multiprocessing.get_context("spawn"), lib._load_worker, (exp.spec,)) as pool:
+        futures = [pool.submit(lib._run_in_worker, c, s, str(store.root), store.fingerprint, keep_weights_dir) for c, s in todo]
+        bar = progress_bar(total=len(todo), desc=f"finetune runs ({workers} processes)", disable=not progress)
+        for f in as_completed(futures):
+            bar.set_postfix_str(f"done {f.result()}", refresh=False); bar.update(1)
+        bar.close()
+
+# %% ../nbs/08c_finetune_experiment.ipynb #1b2c3d4e
 def run_grid(exp: FinetuneExperiment,
              conditions: dict, # name -> {pool, decollapse, reference, reference_size, n_seeds}, as in params.yaml
              n_seeds: int = 1, # runs of a condition without n_seeds of its own: seeds task.seed, task.seed + 1, ...
              keep_weights_dir=None, # save each fine-tuned model here (large); None: keep nothing
              progress: bool = True,
+             store_dir=None, # keep finished runs here, so that a grid stopped part-way resumes (None: keep none)
+             workers: int = 1, # processes running the runs (each loads the model; needs store_dir)
             ) -> GridResult:
-    "Run every condition with its seeds on `exp` (`run_experiment`)."
+    "Run every condition with its seeds on `exp` (`run_experiment`), in `workers` processes, resuming from `store_dir`."
     parsed = [dataclasses.replace(c, n_seeds=c.n_seeds or n_seeds) for c in parse_conditions(conditions)]
     seeds = [exp.task.seed + k for k in range(max(c.n_seeds for c in parsed))]
-    log, runs = run_experiment(exp.model, exp.tokenizer, exp.task, parsed, seeds, exp.cfg, keep_weights_dir, progress)
+    if workers > 1 and store_dir is None: raise ValueError(f"workers={workers}: the runs of worker processes pass through store_dir; give one")
+    store = None if store_dir is None else RunStore(Path(store_dir), json.dumps([exp.spec, code_fingerprint()], sort_keys=True, default=str))
+    if workers > 1:   # conditions in their order, each with its seeds: list the slowest condition first
+        run_in_workers(exp, [(c, s) for c in parsed for s in seeds[:c.n_seeds]], store, workers, keep_weights_dir, progress)
+    log, runs = run_experiment(exp.model, exp.tokenizer, exp.task, parsed, seeds, exp.cfg, keep_weights_dir, progress, store)
     info = {"model": exp.name, "seconds": time.time() - exp.started, "load_seconds": exp.load_seconds,
             "eval_problems": len(exp.task.held_out)}
     return GridResult(log, runs, exp.cfg, info)

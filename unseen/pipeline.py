@@ -17,7 +17,7 @@ __all__ = ['RUN_SETTINGS', 'EXPERIMENT_KEYS', 'BASE_CHECKS', 'SHARED', 'OUTPUT_D
            'strip_run_times', 'run_stage', 'parse_overrides', 'main']
 
 # %% ../nbs/10_pipeline.ipynb #29a1ab7f
-RUN_SETTINGS = ("threads", "isolate", "chunk_rows")   # how a stage runs (cores, processes, block size), not what it computes
+RUN_SETTINGS = ("threads", "isolate", "chunk_rows", "workers")   # how a stage runs (cores, processes, block size), not what it computes
 
 def load_params(path="params.yaml") -> dict:
     "The parsed `params.yaml`, with a clear message when it is missing, not YAML, or not a mapping."
