@@ -31,6 +31,13 @@ def test_the_readme_fits_two_screens_and_keeps_the_commands_ci_runs():
     assert "<!-- main-command -->" in text and "arxiv.org/abs/2604.21632" in text
 
 
+def test_every_command_fits_its_code_box():
+    "GitHub shows about 95 characters of a code block's line before it scrolls: a command hidden past that is not read."
+    blocks = re.findall(r"^```bash\n(.*?)^```", (ROOT / "README.md").read_text(), re.M | re.S)
+    long = [line for block in blocks for line in block.splitlines() if len(line) > 95]
+    assert blocks and not long, long
+
+
 def test_every_image_and_link_of_the_pages_is_in_the_repository():
     tracked = _git_tracked_outputs()
     for page in PAGES:
