@@ -38,6 +38,7 @@ def _greedy_batch(model, prompts: torch.Tensor, max_new: int, use_cache: bool = 
         if bool(finished.all()): break
     return torch.stack(new, 1) if new else prompts[:, :0]
 
+# %% ../nbs/05_evaluate.ipynb #ed2ea8cc
 def _max_new(model, seqs: Sequences, prompt_len: int, max_new_tokens: int | None) -> int:
     "Tokens to generate after a prompt of `prompt_len`: by default the longest reference target plus slack, within the model's positions."
     n = int((seqs.lengths - seqs.prompt_len).max(initial=0)) + 8 if max_new_tokens is None else max_new_tokens
@@ -45,6 +46,7 @@ def _max_new(model, seqs: Sequences, prompt_len: int, max_new_tokens: int | None
     if cfg is not None and getattr(cfg, "positions", None) in ("learned", "sinusoidal"): n = min(n, cfg.max_len - prompt_len)
     return max(n, 0)
 
+# %% ../nbs/05_evaluate.ipynb #3a480914
 def greedy_decode(model: nn.Module,                  # forward(idx (B,T), cache, at=mask) -> logits (N,V), and new_cache()
                   seqs: Sequences,                    # problems: their prompts are decoded from
                   batch_size: int = 256,              # prompts per forward pass
@@ -117,6 +119,7 @@ def _mean(x) -> float | None:
     "Mean of a boolean array as a float, None when empty (JSON null rather than NaN)."
     return float(np.mean(x)) if len(x) else None
 
+# %% ../nbs/05_evaluate.ipynb #3960cf53
 def score(generated: Sequences, reference: Sequences) -> dict:
     "Exact match, answer and echo accuracy of `generated` against `reference`, overall and by depth."
     if len(generated) != len(reference): raise ValueError(f"{len(generated)} generations for {len(reference)} problems")
@@ -137,6 +140,7 @@ def score(generated: Sequences, reference: Sequences) -> dict:
                                             "answer": _mean(answer[m]), "echo": _mean(echo[m])}
     return metrics
 
+# %% ../nbs/05_evaluate.ipynb #a8a3b5c1
 def evaluate(model: nn.Module, seqs: Sequences, batch_size: int = 256, max_new_tokens: int | None = None,
              device=None, progress: bool = False) -> dict:
     "Greedy-decode the prompts of `seqs` and `score` the generations (a JSON-able dict)."
@@ -147,6 +151,7 @@ KINDS = ("structure", "copy_seen", "copy_unseen", "next_rule_seen", "next_rule_u
 STRUCTURE_KIND, COPY_SEEN, COPY_UNSEEN, NEXT_RULE_SEEN, NEXT_RULE_UNSEEN, ANSWER = range(len(KINDS))
 PROMPT = -1  # kind of a prompt token (not predicted)
 
+# %% ../nbs/05_evaluate.ipynb #2d042a08
 def token_kinds(seqs: Sequences, vocab: Vocab, cot_format: str = "derived") -> np.ndarray:
     "Kind (index into `KINDS`, `PROMPT` for prompt tokens) of every token of `seqs` as a target, aligned with `seqs.tokens`."
     if cot_format not in COT_FORMATS: raise ValueError(f"cot_format={cot_format!r}: expected one of {COT_FORMATS}")
@@ -170,6 +175,7 @@ def token_kinds(seqs: Sequences, vocab: Vocab, cot_format: str = "derived") -> n
     kinds[target & (from_end == 2)] = ANSWER
     return kinds
 
+# %% ../nbs/05_evaluate.ipynb #07978084
 def show_kinds(seqs: Sequences, i: int, vocab: Vocab, kinds: np.ndarray) -> str:
     "Target `i` of `seqs` as `token:kind` pairs, for reading."
     k = kinds[seqs.offsets[i] + seqs.prompt_len[i]:seqs.offsets[i + 1]]
@@ -196,6 +202,7 @@ def load_scenarios(data_dir, scenarios=SCENARIOS) -> tuple:
     config = load_metadata(paths[scenarios[0]])["config"]
     return sets, Vocab(config["n_train"], config["n_unseen"]), config["cot_format"]
 
+# %% ../nbs/05_evaluate.ipynb #118b1557
 def _check_vocab(model, vocab: Vocab):
     "A clear message when the model's vocabulary is smaller than the data's."
     size = getattr(getattr(model, "cfg", None), "vocab_size", None)
@@ -203,6 +210,7 @@ def _check_vocab(model, vocab: Vocab):
         raise ValueError(f"the model has vocab_size={size} but the data uses {len(vocab)} tokens "
                          f"(n_train={vocab.n_train}, n_unseen={vocab.n_unseen}): was it trained on these datasets?")
 
+# %% ../nbs/05_evaluate.ipynb #d6b17c66
 def evaluate_scenarios(model: nn.Module, data_dir, batch_size: int = 256, max_new_tokens: int | None = None,
                        device=None, progress: bool = False, scenarios=SCENARIOS) -> dict:
     "`evaluate` on each scenario test set in `data_dir`: `{scenario: metrics}`."
@@ -210,6 +218,7 @@ def evaluate_scenarios(model: nn.Module, data_dir, batch_size: int = 256, max_ne
     _check_vocab(model, vocab)
     return {s: evaluate(model, seqs, batch_size, max_new_tokens, device, progress) for s, seqs in sets.items()}
 
+# %% ../nbs/05_evaluate.ipynb #8c6fcc97
 def diagnose_scenarios(model: nn.Module, data_dir, batch_size: int = 256, device=None, progress: bool = False,
                        scenarios=SCENARIOS) -> dict:
     "`diagnose` on each scenario test set in `data_dir`: `{scenario: {accuracy, loss, tokens}}`."
@@ -224,6 +233,7 @@ def evaluate_redrawn(model: nn.Module, data_dir, seed: int = 0, batch_size: int 
     scenarios = evaluate_scenarios(fresh, data_dir, batch_size=batch_size, device=device, scenarios=("s2", "s3"))
     return {f"{s}_redrawn": r for s, r in scenarios.items()}
 
+# %% ../nbs/05_evaluate.ipynb #223a23b2
 def evaluate_run(model: nn.Module, data_dir, seed: int = 0, batch_size: int = 256, device=None) -> tuple:
     "`(valid, decoded, diagnosis)` of a trained model: `decoded` holds each scenario and `evaluate_redrawn`'s (unseen rows drawn from `seed`)."
     decoded = evaluate_scenarios(model, data_dir, batch_size=batch_size, device=device)
@@ -233,6 +243,7 @@ def evaluate_run(model: nn.Module, data_dir, seed: int = 0, batch_size: int = 25
     decoded.update(evaluate_redrawn(model, data_dir, seed, batch_size, device))
     return valid, decoded, diagnosis
 
+# %% ../nbs/05_evaluate.ipynb #a9d3e69d
 def evaluate_fit(model: nn.Module, data_dir, problems: int, batch_size: int = 256, device=None) -> dict:
     "Greedy decoding of the first `problems` training problems: a gap to `valid` (new problems, same distribution) says the model fits its training set."
     return evaluate(model, first_problems(load_sequences(Path(data_dir) / "train.safetensors"), problems), batch_size=batch_size, device=device)
@@ -251,6 +262,7 @@ def kinds_table(diagnosis: dict):
     return pd.DataFrame([{"scenario": s, "kind": k, "accuracy": a} for s, d in diagnosis.items()
                          for k, a in d["accuracy"].items() if a is not None])
 
+# %% ../nbs/05_evaluate.ipynb #08326014
 def kinds_figure(kinds, name: str):
     "Bars of `kinds_table`'s accuracy by kind, one colour per scenario, titled with the run's `name`."
     import matplotlib.pyplot as plt, seaborn as sns

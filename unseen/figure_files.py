@@ -16,6 +16,7 @@ __all__ = ['MARK', 'DIGITS', 'ATOL', 'profile_mark', 'round_number', 'rounded', 
 # %% ../nbs/00b_figure_files.ipynb #a1b2c3d5
 MARK = "UNSEEN_MARK"   # the environment variable that carries params' base.mark into a stage
 
+# %% ../nbs/00b_figure_files.ipynb #1515a501
 def profile_mark() -> str:
     "The running profile's mark for figures and tables (params' base.mark, e.g. 'quick look, 1 seed'); '' at the pipeline's own scale."
     return os.environ.get(MARK, "").strip()
@@ -24,6 +25,7 @@ def profile_mark() -> str:
 DIGITS = 6     # significant digits of every float written to git
 ATOL = 1e-12   # and no finer a step: below ATOL / 2 a number is written as 0
 
+# %% ../nbs/00b_figure_files.ipynb #a577d894
 def round_number(x, digits: int = DIGITS, atol: float = ATOL):
     "`x` to `digits` significant digits, no finer a step than `atol`, whole digits kept; nan, inf and non-floats as they are."
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (float, np.floating)): return x
@@ -48,11 +50,13 @@ def rounded(obj, digits: int = DIGITS, atol: float = ATOL):
     if isinstance(obj, (list, tuple)): return type(obj)(r(v) for v in obj)
     return round_number(obj, digits, atol)
 
+# %% ../nbs/00b_figure_files.ipynb #11f98033
 def write_csv(data: pd.DataFrame, path, digits: int = DIGITS) -> Path:
     "Write `data` to `path` as CSV without its index, every float `rounded` to `digits`; return the path."
     rounded(data, digits).to_csv(path, index=False)
     return Path(path)
 
+# %% ../nbs/00b_figure_files.ipynb #2c84a5cf
 def write_json(obj, path, indent: int = 1) -> Path:
     "Write `obj` to `path` as indented JSON with a final newline, every float `rounded`; return the path."
     Path(path).write_text(json.dumps(rounded(obj), indent=indent) + "\n")

@@ -20,9 +20,11 @@ __all__ = ['WORD_START', 'RESERVED_FAMILIES', 'GEMMA3_UNUSED', 'CheckpointError'
 class CheckpointError(Exception):
     "A checkpoint that is there but cannot be read; the message names the path and the fix."
 
+# %% ../nbs/07_gemma.ipynb #ac8b7bd1
 class NotAvailable(CheckpointError):
     "A listed model whose weights are not on this machine; the message says where it looked."
 
+# %% ../nbs/07_gemma.ipynb #17b509b2
 @dataclass
 class ModelSource:
     "Where one model's weights are on this machine."
@@ -50,6 +52,7 @@ def hf_cache_snapshot(repo_id: str, # a Hugging Face repository, e.g. `google/ge
     raise NotAvailable(f"not available here: looked for {repo}; fix: `hf download {repo_id}` on a machine "
                        f"with access and copy the cache here, or list a local path instead")
 
+# %% ../nbs/07_gemma.ipynb #164f482d
 def packaged_model_path(module: str, # an installed package that ships weights
                         cache_dir=None, # where split GGUF chunks are joined; None: the package's default
                        ) -> Path:
@@ -64,6 +67,7 @@ def packaged_model_path(module: str, # an installed package that ships weights
     if hasattr(mod, "get_model_path"): return Path(mod.get_model_path())
     raise NotAvailable(f"not available here: package {module!r} has neither assemble() nor get_model_path()")
 
+# %% ../nbs/07_gemma.ipynb #a919f99b
 def resolve_source(name: str, # label of the model
                    spec: str, # `path`, `hf:org/name` or `package:module`
                    cache_dir=None, # where packaged GGUF chunks are joined
@@ -81,6 +85,7 @@ def resolve_source(name: str, # label of the model
 # %% ../nbs/07_gemma.ipynb #65c4fc02
 WORD_START = {"sentencepiece": "▁", "bytelevel": "Ġ", "wordpiece": ""}
 
+# %% ../nbs/07_gemma.ipynb #e9865746
 @dataclass
 class Vocabulary:
     "A tokenizer's pieces by id, read from its files without building the tokenizer."
@@ -125,6 +130,7 @@ def vocab_from_tokenizer_json(path) -> Vocabulary:
     for i, piece in by_id.items(): tokens[i] = piece
     return Vocabulary(tokens, {int(t["id"]) for t in added if t.get("special")})
 
+# %% ../nbs/07_gemma.ipynb #614dd7cd
 def read_hf_vocabulary(directory) -> Vocabulary:
     "The vocabulary of a Hugging Face checkpoint directory: `tokenizer.json`, else `vocab.txt`."
     directory = Path(directory)
@@ -146,6 +152,7 @@ RESERVED_FAMILIES = {
 }
 GEMMA3_UNUSED = 99  # `<unused0>`..`<unused98>`: the reserved tokens the paper analyses
 
+# %% ../nbs/07_gemma.ipynb #f427c622
 @dataclass
 class ReservedTokens:
     "The reserved tokens of a vocabulary, found by name, in order of their number."
@@ -158,6 +165,7 @@ class ReservedTokens:
         "Ids of the reserved tokens numbered below `n` (the paper's `<unused0..98>` for n=99)."
         return self.ids[self.numbers < n]
 
+# %% ../nbs/07_gemma.ipynb #ea307ea8
 def find_reserved(vocab: Vocabulary) -> ReservedTokens:
     "The reserved tokens of `vocab`: the family of `RESERVED_FAMILIES` that names the most pieces."
     best = ReservedTokens(None, np.zeros(0, int), np.zeros(0, int))
@@ -169,6 +177,7 @@ def find_reserved(vocab: Vocabulary) -> ReservedTokens:
             best = ReservedTokens(family, numbers, ids)
     return best
 
+# %% ../nbs/07_gemma.ipynb #9416512e
 def check_gemma3_unused(reserved: ReservedTokens, architecture: str):
     "Gemma 3 must have all of `<unused0>`..`<unused98>`: a vocabulary that does not is the wrong tokenizer."
     if not architecture.startswith("gemma3") or reserved.family != "<unusedN>": return
@@ -188,6 +197,7 @@ def make_reserved_atomic(tokenizer) -> list:
     if split: tokenizer.add_tokens(split, special_tokens=True)  # already in the vocabulary: ids are unchanged
     return split
 
+# %% ../nbs/07_gemma.ipynb #d65c2f79
 def load_tokenizer(source: ModelSource, atomic_reserved: bool = True):
     "The model's `transformers` tokenizer (from its directory or its GGUF), reserved tokens kept whole."
     from transformers import AutoTokenizer

@@ -20,19 +20,23 @@ __all__ = ['PAPER_RANGE', 'PAPER_SIZES', 'MACHINE', 'DIGITS', 'is_unused_set', '
 PAPER_RANGE = {"unused": (0.23, 0.78), "used": (0.01, 0.09)}  # mean pairwise cosine, Gemma 3 1B-27B (docs/paper.md §1 claim 7)
 PAPER_SIZES = (1e9, 27e9)                                      # the models the range spans
 
+# %% ../nbs/07d_gemma_report.ipynb #7a7aed73
 def is_unused_set(name: str) -> bool: return name.startswith("unused")
 
 # %% ../nbs/07d_gemma_report.ipynb #c11bb678
 def _fmt(x, digits=3) -> str:
     return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
+# %% ../nbs/07d_gemma_report.ipynb #3b61eeeb
 def _with_ci(row, name) -> str:
     return f"{_fmt(row[name])} [{_fmt(row[name + '_lo'])}, {_fmt(row[name + '_hi'])}]" if name in row and not pd.isna(row[name]) else ""
 
+# %% ../nbs/07d_gemma_report.ipynb #d57e6bb1
 def _md_cell(v) -> str:
     "A value as a pipe-table cell: `|` escaped, `<` as an entity (so `<unusedN>` is not read as an HTML tag)."
     return str(v).replace("|", "\\|").replace("<", "&lt;")
 
+# %% ../nbs/07d_gemma_report.ipynb #2728b326
 def markdown_table(df: pd.DataFrame) -> str:
     "A pipe table of `df` (no tabulate dependency)."
     cells = [[_md_cell(v) for v in df.columns]] + [[_md_cell(v) for v in row] for row in df.itertuples(index=False)]
@@ -51,8 +55,10 @@ def summary_table(table: pd.DataFrame) -> pd.DataFrame:
                      **{m.replace("magikarp_", "Magikarp "): _fmt(r.get(m)) for m in MAGIKARP}})
     return pd.DataFrame(rows)
 
+# %% ../nbs/07d_gemma_report.ipynb #f392bc6f
 MACHINE = ["path", "baseline_rss_mb", "peak_rss_mb", "seconds"]   # this machine's: where a model was read, its memory and time
 
+# %% ../nbs/07d_gemma_report.ipynb #fc57fa7f
 def availability_table(models: pd.DataFrame) -> pd.DataFrame:
     "One line per listed model: status, and memory against the embedding's size where analysed (where `models` has `MACHINE`'s columns)."
     cols = ["model", "status", "parameters", "tied", "reserved_family", "reserved_found", "embedding_stored_mb",
@@ -67,6 +73,7 @@ def availability_table(models: pd.DataFrame) -> pd.DataFrame:
 # %% ../nbs/07d_gemma_report.ipynb #b4a10d9c
 DIGITS = 4   # significant digits in git: the weights are float32, and a 5th digit of their sums moves with the CPU
 
+# %% ../nbs/07d_gemma_report.ipynb #58344c58
 def write_tables(models: pd.DataFrame, table: pd.DataFrame, out_dir, ci: float = 0.95, digits: int = DIGITS) -> Path:
     "models.csv, table.csv and table.md (summary, availability, the paper's range) under `out_dir`: `digits` significant digits, no `MACHINE` columns."
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
@@ -111,6 +118,7 @@ def plot_cosine_distributions(pairs: pd.DataFrame, table: pd.DataFrame, matrix: 
     fig.tight_layout()
     return fig, data
 
+# %% ../nbs/07d_gemma_report.ipynb #bd1503e7
 def plot_cosine_vs_size(table: pd.DataFrame, matrix: str = "embedding"):
     "Mean pairwise cosine (with its interval) against parameters, unused vs used sets, over the paper's band: (figure, data)."
     data = table[(table["matrix"] == matrix) & table["set"].isin(["unused", "random"])]

@@ -26,6 +26,7 @@ DTYPE = torch.float64        # the bound is checked to TOLERANCE, far above floa
 TOLERANCE = 1e-6             # slack allowed when checking an inequality that is a theorem
 OPTIMIZERS = ("gd", "adamw")
 
+# %% ../nbs/06_lemma.ipynb #13596ae4
 @dataclass
 class LemmaConfig:
     "One softmax-regression run: K seen and M unseen classes, features of norm r, GD or AdamW with weight decay."
@@ -68,6 +69,7 @@ def make_features(cfg: LemmaConfig) -> tuple[torch.Tensor, torch.Tensor]:
     x = centres[y] + cfg.spread / math.sqrt(cfg.dim) * torch.randn(len(y), cfg.dim, generator=g, dtype=DTYPE)
     return cfg.radius * x / x.norm(dim=1, keepdim=True), y
 
+# %% ../nbs/06_lemma.ipynb #77159d30
 def init_unembedding(cfg: LemmaConfig) -> torch.Tensor:
     "U (K + M, d): rows 0..K-1 the seen classes, K..K+M-1 the unseen ones, entries N(0, init_std^2)."
     std = cfg.init_std if cfg.init_std is not None else 1 / math.sqrt(cfg.dim)
@@ -79,12 +81,14 @@ def probabilities(U: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
     "Softmax probabilities p (N, K + M) of the logits z = U h."
     return torch.softmax(h @ U.T, dim=1)
 
+# %% ../nbs/06_lemma.ipynb #b1d38230
 def cross_entropy_gradient(U: torch.Tensor, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     "Gradient of the mean cross-entropy w.r.t. U, E[(p - e_y) h^T]: a class never a target gets E[p_j h] only."
     residual = probabilities(U, h)
     residual[torch.arange(len(y)), y] -= 1
     return residual.T @ h / len(y)
 
+# %% ../nbs/06_lemma.ipynb #1f6066fd
 def gd_step(U: torch.Tensor, h: torch.Tensor, y: torch.Tensor, lr: float, weight_decay: float) -> torch.Tensor:
     "One full-batch GD step on cross-entropy + (lambda/2)||U||^2: U <- (1 - eta*lambda) U - eta E[(p - e_y) h^T]."
     return (1 - lr * weight_decay) * U - lr * cross_entropy_gradient(U, h, y)
@@ -94,10 +98,12 @@ def lemma_bound(lr: float, weight_decay: float, r: float, p: float) -> float:
     "The printed bound on ||D'|| / ||D||: 1 - eta*lambda + eta*r^2*p (assumes eta*lambda <= 1)."
     return 1 - lr * weight_decay + lr * r * r * p
 
+# %% ../nbs/06_lemma.ipynb #35e86c5b
 def absolute_bound(lr: float, weight_decay: float, r: float, p: float) -> float:
     "What the same proof gives for any eta*lambda: |1 - eta*lambda| + eta*r^2*p."
     return abs(1 - lr * weight_decay) + lr * r * r * p
 
+# %% ../nbs/06_lemma.ipynb #a1fbe878
 def pair_differences(W: torch.Tensor) -> torch.Tensor:
     "(m(m-1)/2, d) the differences u_i - u_j of every pair i < j of rows of W (m, d)."
     i, j = torch.triu_indices(len(W), len(W), offset=1)
@@ -113,6 +119,7 @@ def _state(U: torch.Tensor, h: torch.Tensor, y: torch.Tensor, K: int) -> dict:
             "norm_unseen": float(U[K:].norm(dim=1).mean()), "norm_seen": float(U[:K].norm(dim=1).mean()),
             "dist_unseen": float(pair_differences(U[K:]).norm(dim=1).mean())}
 
+# %% ../nbs/06_lemma.ipynb #1b04be7a
 def _contraction(U: torch.Tensor, new: torch.Tensor, K: int, floor: float) -> dict:
     "Largest, mean and smallest ||D_{t+1}|| / ||D_t|| over the unseen pairs still resolvable in float64."
     before, after = pair_differences(U[K:]).norm(dim=1), pair_differences(new[K:]).norm(dim=1)
@@ -123,6 +130,7 @@ def _contraction(U: torch.Tensor, new: torch.Tensor, K: int, floor: float) -> di
     return {"measured_pairs": int(ok.sum()), "ratio_max": float(ratios.max()), "ratio_mean": float(ratios.mean()),
             "ratio_min": float(ratios.min())}
 
+# %% ../nbs/06_lemma.ipynb #bbbfde2e
 def run_lemma(cfg: LemmaConfig) -> pd.DataFrame:
     "Train; row t holds the state U_t and the contraction of unseen pairs from U_t to U_{t+1} beside the bounds (last row: U_T only)."
     h, y = make_features(cfg)
@@ -154,11 +162,13 @@ def _num(x):
     "A float for JSON: NaN becomes None."
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
+# %% ../nbs/06_lemma.ipynb #0d856e2b
 def bound_gap(df: pd.DataFrame, column: str = "bound") -> float:
     "Largest ratio_max - `column` over the steps where a ratio was measured (<= 0: the bound held at every step)."
     d = df.dropna(subset=["ratio_max"])
     return float((d.ratio_max - d[column]).max()) if len(d) else math.nan
 
+# %% ../nbs/06_lemma.ipynb #3ab6b0f7
 def summarise(df: pd.DataFrame, tol: float = TOLERANCE) -> dict:
     "Headline numbers of one run: bound gaps and violations, collapse of the unseen rows, spread of the seen rows."
     cfg, d = df.attrs["config"], df.dropna(subset=["ratio_max"])
@@ -195,6 +205,7 @@ def lemma_table(runs: dict) -> pd.DataFrame:
     first = ["experiment", "optimizer", "eta_lambda", "r"]
     return out[first + [c for c in out.columns if c not in first]]
 
+# %% ../nbs/06_lemma.ipynb #9c0ea022
 def _ratio_panel(ax, df: pd.DataFrame, title: str, abs_bound: bool = False):
     "Measured ratio (largest and mean over unseen pairs) against the lemma's bound over steps."
     d = df.dropna(subset=["decay"])
@@ -207,6 +218,7 @@ def _ratio_panel(ax, df: pd.DataFrame, title: str, abs_bound: bool = False):
     ax.set_title(title, fontsize=10); ax.set_xlabel("full-batch step")
     ax.set_ylabel("contraction of unseen-row differences\n" + r"$\|D_{t+1}\| / \|D_t\|$")
 
+# %% ../nbs/06_lemma.ipynb #c0565102
 def contraction_figure(valid: pd.DataFrame, violating: pd.DataFrame, adamw: pd.DataFrame):
     "2x2 figure: ratio vs bound for the valid GD, violating GD and AdamW runs; unseen vs seen pairwise cosine, GD and AdamW."
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), constrained_layout=True)
@@ -275,6 +287,7 @@ def save_metrics(metrics: dict, out_dir) -> Path:
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     return write_json(metrics, out / "metrics.json", indent=2)
 
+# %% ../nbs/06_lemma.ipynb #dc2a372d
 def save_contraction_figure(runs: dict, figures_dir, name: str = "lemma_contraction"):
     "The `contraction_figure` of runs valid, violating and adamw as `figures_dir/name.{png,pdf}`, its `lemma_table` as `name.csv`; return the figure."
     fig = contraction_figure(runs["valid"], runs["violating"], runs["adamw"])

@@ -20,6 +20,7 @@ POSITIONS = ("rotary", "learned", "sinusoidal", "none")
 COPY_FORMS = ("none", "embed", "pointer", "mixture")
 EMBED_INITS = ("gaussian", "orthogonal")
 
+# %% ../nbs/02_model.ipynb #35dcad84
 @dataclass
 class ModelConfig:
     "Shape and options of the transformer."
@@ -74,6 +75,7 @@ def rotary_tables(n: int, hs: int, device=None) -> torch.Tensor:
     angle = torch.arange(n, device=device, dtype=torch.float32)[:, None] * freq                 # (n, hs/2)
     return torch.stack((angle.cos(), angle.sin()))
 
+# %% ../nbs/02_model.ipynb #99fb6835
 def rotary(x, offset: int = 0, tables: torch.Tensor | None = None):
     "Apply rotary position embedding to `x` of shape (B, nh, T, hs); `tables` from `rotary_tables`, long enough, or None."
     B, nh, T, hs = x.shape
@@ -83,6 +85,7 @@ def rotary(x, offset: int = 0, tables: torch.Tensor | None = None):
     x0, x1 = x.float().unflatten(-1, (hs // 2, 2)).unbind(-1)                                      # each (B, nh, T, hs/2)
     return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), -1).flatten(-2).to(x.dtype)
 
+# %% ../nbs/02_model.ipynb #1eebf3c0
 def sinusoidal(max_len: int, d: int):
     "The fixed sinusoidal position table (max_len, d) of Vaswani et al."
     pos = torch.arange(max_len)[:, None]
@@ -103,6 +106,7 @@ def append_to_cache(cache: dict, name: str, new: torch.Tensor, dim: int, n: int)
     buf.narrow(dim, n, new.shape[dim]).copy_(new)
     return buf.narrow(dim, 0, end)
 
+# %% ../nbs/02_model.ipynb #a823b522
 def attend(q, k, v, is_causal: bool):
     "Attention of `q` (B, nh, T, hs) over `k`, `v` (B, nh, T_total, hs): SDPA on a GPU, two batched matrix products on a CPU."
     if q.device.type != "cpu": return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
@@ -114,6 +118,7 @@ def attend(q, k, v, is_causal: bool):
     pattern = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=1 / math.sqrt(hs)).softmax(-1)   # (B*nh, T, T_total)
     return (pattern @ v).view(B, nh, T, hs)
 
+# %% ../nbs/02_model.ipynb #53303b27
 @dataclass
 class Packing:
     "The real tokens of a padded batch (B, T): per-token layers run on these N only; attention pads them back."
@@ -194,6 +199,7 @@ class MLP(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
     def forward(self, x): return self.drop(self.down(F.gelu(self.up(x))))
 
+# %% ../nbs/02_model.ipynb #17cf4761
 class Block(nn.Module):
     "Pre-LayerNorm block: x + attn(ln(x)), then x + mlp(ln(x))."
     def __init__(self, cfg: ModelConfig):

@@ -85,6 +85,7 @@ def batch_at(seqs: Sequences, seed: int, step: int, batch_size: int):
     "Inputs (B, T-1) and next-token labels (B, T-1), -100 outside the targets, of training step `step`."
     return batch_from(seqs, np.random.default_rng([seed, step]).integers(0, len(seqs), batch_size))
 
+# %% ../nbs/04_train.ipynb #9c4cbfd2
 def batch_from(seqs: Sequences, idx):
     "Inputs and next-token labels of problems `idx`; labels are -100 on the prompt and padding."
     tokens = torch.from_numpy(seqs.padded(idx).astype(np.int64))                       # (B, T)
@@ -94,6 +95,7 @@ def batch_from(seqs: Sequences, idx):
     labels[~in_target | (labels == PAD)] = -100
     return tokens[:, :-1], labels
 
+# %% ../nbs/04_train.ipynb #fc001d52
 def packed_batch(inputs, labels, multiple: int = 64) -> tuple:
     "The `Packing` of a batch's tokens and its targets' flat positions (K,), both counts rounded up to a `multiple`."
     packing = Packing.of((inputs != PAD).sum(1), inputs.shape[1], multiple)
@@ -101,8 +103,10 @@ def packed_batch(inputs, labels, multiple: int = 64) -> tuple:
     # the extra positions are 0: a prompt token, whose label is -100, so the loss ignores them
     return packing, torch.cat([at, at.new_zeros(-len(at) % multiple)])
 
+# %% ../nbs/04_train.ipynb #92471982
 ANSWERS = torch.tensor([TRUE, FALSE])
 
+# %% ../nbs/04_train.ipynb #e854006c
 def target_loss(model, inputs, labels, answer_weight: float = 1.0, at=None, packing: Packing | None = None):
     "Weighted mean cross-entropy over targets (labels not -100), and the logits (K, V) at `at`, the targets' flat positions (default: all)."
     if at is None: at = (labels != -100).flatten().nonzero()[:, 0]                         # (K,)
@@ -112,6 +116,7 @@ def target_loss(model, inputs, labels, answer_weight: float = 1.0, at=None, pack
     if answer_weight != 1: weight = weight * (1 + (answer_weight - 1) * torch.isin(targets, ANSWERS.to(targets.device)).float())
     return (F.cross_entropy(logits.float(), targets, reduction="none") * weight).sum() / weight.sum(), logits
 
+# %% ../nbs/04_train.ipynb #fe80d935
 def compiled(fn, enabled: bool = True):
     "`fn` under `torch.compile` with dynamic shapes; `fn` itself when not `enabled` or where no C++ compiler is found (said in one line)."
     if not enabled: return fn
@@ -145,10 +150,12 @@ def _unique_state(model) -> dict:
     if model.cfg.tied: sd.pop("lm_head.weight")
     return {k: v.detach().contiguous() for k, v in sd.items()}
 
+# %% ../nbs/04_train.ipynb #b89282e6
 def save_weights(model, path):
     "Model weights and config to a safetensors file."
     save_file(_unique_state(model), str(path), metadata={"model_config": json.dumps(dataclasses.asdict(model.cfg))})
 
+# %% ../nbs/04_train.ipynb #7bcce8ef
 def load_model(path, device="cpu") -> Transformer:
     "A `Transformer` from a safetensors file written by `save_weights`."
     path = Path(path)
@@ -166,18 +173,21 @@ def _optimizer_tensors(optimizer) -> dict:
     params = [p for g in optimizer.param_groups for p in g["params"]]
     return {f"{i}.{k}": v.contiguous() for i, p in enumerate(params) for k, v in optimizer.state.get(p, {}).items() if torch.is_tensor(v)}
 
+# %% ../nbs/04_train.ipynb #c074163a
 def _load_optimizer_tensors(optimizer, tensors: dict):
     params = [p for g in optimizer.param_groups for p in g["params"]]
     for key, value in tensors.items():
         i, name = key.split(".", 1)
         optimizer.state[params[int(i)]][name] = value.to(params[int(i)].device)
 
+# %% ../nbs/04_train.ipynb #4eebe1c9
 def _fsync(path):
     "Flush `path` (a file or a directory's entries) to disk."
     fd = os.open(path, os.O_RDONLY)
     try: os.fsync(fd)
     finally: os.close(fd)
 
+# %% ../nbs/04_train.ipynb #46e6aabe
 def save_checkpoint(dirpath, model, optimizer, step: int, fingerprint: str, extra: dict | None = None):
     "Atomically write weights, optimiser state, step and `extra` (JSON) to `dirpath`."
     dirpath = Path(dirpath)
@@ -194,6 +204,7 @@ def save_checkpoint(dirpath, model, optimizer, step: int, fingerprint: str, extr
     _fsync(dirpath.parent)
     shutil.rmtree(old, ignore_errors=True)
 
+# %% ../nbs/04_train.ipynb #380f3c58
 def load_checkpoint(dirpath, model, optimizer, fingerprint: str) -> tuple:
     "Restore a checkpoint of this same run into `model` and `optimizer`; return its step (0 if none) and `extra`."
     dirpath = Path(dirpath)
@@ -228,6 +239,7 @@ def build_optimizer(model, cfg: TrainConfig):
     if cfg.optimizer == "adamw": return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, fused=True)
     return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.betas[0])
 
+# %% ../nbs/04_train.ipynb #1ef57b39
 def monitor(model, sets: dict, device) -> dict:
     "Teacher-forced accuracy on the targets of each named set of problems: tokens, whole targets, answers (`unseen.scoring`)."
     out = {}
@@ -303,6 +315,7 @@ def first_problems(seqs: Sequences, n: int) -> Sequences:
     end = seqs.offsets[n]
     return Sequences(seqs.tokens[:end], seqs.offsets[:n + 1], seqs.prompt_len[:n], seqs.label[:n], seqs.depth[:n])
 
+# %% ../nbs/04_train.ipynb #bc2142dd
 def _write_log(path, rows):
     "Rewrite the CSV log (small: one row per `log_every` steps)."
     tmp = Path(str(path) + ".tmp")
@@ -316,6 +329,7 @@ def training_vocab(data_dir) -> tuple:
     data_cfg = load_metadata(Path(data_dir) / "train.safetensors")["config"]
     return Vocab(data_cfg["n_train"], data_cfg["n_unseen"]), data_cfg
 
+# %% ../nbs/04_train.ipynb #e9a9e75f
 def build_run(mcfg: ModelConfig, iv: InterventionConfig, cfg: TrainConfig, seed: int) -> tuple:
     "`(net, optimiser)` of a new run: the seed's initial weights, frozen rows under `freeze`, on `cfg.device`."
     if cfg.device == "cpu": torch.set_num_threads(cfg.threads)
@@ -325,12 +339,14 @@ def build_run(mcfg: ModelConfig, iv: InterventionConfig, cfg: TrainConfig, seed:
     net.to(cfg.device).train()
     return net, build_optimizer(net, cfg)
 
+# %% ../nbs/04_train.ipynb #be67bfc6
 def monitor_sets(data_dir, problems: int) -> tuple:
     "`(sets, valid)`: the first `problems` of the validation split and each scenario, which a log row scores, and the whole validation split."
     # the validation split decides (the trigger, another cycle); the scenario test sets are only watched
     sets = {s: load_sequences(Path(data_dir) / f"{split}.safetensors") for s, split in (("valid", "valid"), ("s1", "test_s1"), ("s2", "test_s2"), ("s3", "test_s3"))}
     return {s: first_problems(v, problems) for s, v in sets.items()}, sets["valid"]
 
+# %% ../nbs/04_train.ipynb #1bb36699
 def another_cycle(net, valid: Sequences, cfg: TrainConfig, state: RunState, name: str) -> bool:
     "Whether a run whose cycle just ended goes through the schedule again: its whole validation split is below `cycle_below`."
     if not (cfg.schedule == "trigger" and state.cycle < cfg.cycles): return False
@@ -339,6 +355,7 @@ def another_cycle(net, valid: Sequences, cfg: TrainConfig, state: RunState, name
     print(f"{name}: validation whole target {whole:.3f} < {cfg.cycle_below} at step {state.step}: cycle {state.cycle + 1}")
     return True
 
+# %% ../nbs/04_train.ipynb #a0528a77
 def finish_run(net, rows: list, state: RunState, cfg: TrainConfig, out_dir: Path, weights: Path, variant: str, seed: int) -> dict:
     "Write the log, the weights (whole or not at all) and metrics.json of a finished run; the metrics."
     _write_log(out_dir / "log.csv", rows)   # again: a run resumed from its last checkpoint takes no step, and DVC deleted the log
