@@ -37,10 +37,12 @@ def collect_logs(train_dir="runs/train") -> pd.DataFrame:
     if not frames: raise FileNotFoundError(f"no training logs under {train_dir}: run the train stages first (dvc repro)")
     return pd.concat(frames, ignore_index=True)
 
+# %% ../nbs/09a_figures.ipynb #b0c4218b
 def final_rows(logs: pd.DataFrame) -> pd.DataFrame:
     "The last log row of each (run, seed): the state of the trained model."
     return logs.sort_values("step").groupby(["run", "seed"], as_index=False).last()
 
+# %% ../nbs/09a_figures.ipynb #f944cdc8
 def over_seeds(frame: pd.DataFrame, by: list, value: str) -> pd.DataFrame:
     "Mean, std and count of `value` over seeds, per group `by`."
     return frame.groupby(by)[value].agg(["mean", "std", "count"]).fillna({"std": 0.0}).reset_index()
@@ -52,10 +54,12 @@ def _section(params, stage: str, key: str, default):
     if not params.exists(): return default
     return (yaml.safe_load(params.read_text()) or {}).get(stage, {}).get(key, default)
 
+# %% ../nbs/09a_figures.ipynb #d814690d
 def train_experiments(params="params.yaml") -> dict:
     "The settings of every run, `train.experiments` of the `params` file; {} where there is no such file."
     return _section(params, "train", "experiments", {})
 
+# %% ../nbs/09a_figures.ipynb #9cf1be9f
 def table_experiments(params="params.yaml") -> list:
     "The results table's experiments, `results.experiments` of the `params` file; [] where there is none."
     return _section(params, "results", "experiments", [])
@@ -113,16 +117,19 @@ EXACT_AXIS = "greedy exact match"             # the whole chain of thought and a
 SCENARIOS = {"s1": "scenario 1 (every name seen)", "s2": "scenario 2 (query unseen)", "s3": "scenario 3 (every name unseen)"}
 OVER_SEEDS = "mean ± 1 std over {seeds} while every seed trains; thin lines: each seed after the first has stopped"
 
+# %% ../nbs/09a_figures.ipynb #2351fd90
 def over_seeds_note(logs: pd.DataFrame, runs: list) -> str:
     "How the curves of `runs` are averaged, with their number of seeds (a range where runs differ; one seed: no mean)."
     n = logs[logs["run"].isin(runs)].groupby("run")["seed"].nunique()
     if n.empty or n.max() == 1: return "one seed per run"
     return OVER_SEEDS.format(seeds=f"{n.min()} seeds" if n.min() == n.max() else f"{n.min()}–{n.max()} seeds")
 
+# %% ../nbs/09a_figures.ipynb #3ac4fbae
 def claim_title(fig, claim: str, how: str):
     "Title `fig` with the claim it shows (docs/paper.md §1 numbering) and, on a second line, how its curves are averaged."
     fig.suptitle(f"{claim}\n{how}", fontsize=11)
 
+# %% ../nbs/09a_figures.ipynb #903f2ef7
 def shared_legend(fig, handles: list, ncols: int | None = None):
     "One legend for the whole figure, below its panels (a constrained layout makes room), in as many columns as its width holds."
     if not handles: return                                            # nothing drawn that needs a key
@@ -130,10 +137,12 @@ def shared_legend(fig, handles: list, ncols: int | None = None):
     ncols = ncols or max(1, min(len(handles), int(fig.get_figwidth() // entry)))
     fig.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False, fontsize=9)
 
+# %% ../nbs/09a_figures.ipynb #78baa7e3
 def key(label: str, color: str, ls: str = "-", **style) -> Line2D:
     "A legend entry for a line style."
     return Line2D([], [], color=color, ls=ls, label=label, **style)
 
+# %% ../nbs/09a_figures.ipynb #00ce776d
 def step_axis(ax, last_step: int, linear_to: int = 1000):
     "Steps linear up to `linear_to` (where rows collapse, the first resets fall), log beyond, where runs stop steps several-fold apart; linear for short runs."
     if last_step <= 3 * linear_to: return ax.set_xlabel(STEP_AXIS)     # a toy run: nothing to stretch
@@ -148,6 +157,7 @@ def collapse_verdict(cos_unseen: float, cos_seen: float) -> str:
     if cos_seen >= 0.3: return "not"
     return "reproduced" if cos_unseen >= 0.9 else "partly" if cos_unseen >= 0.5 else "not"
 
+# %% ../nbs/09a_figures.ipynb #5d87a5db
 def fmt(mean: float, std: float) -> str:
     "A mean ± std for a table."
     return f"{mean:.2f} ± {std:.2f}"
@@ -303,6 +313,7 @@ FORGETTING = {"cos_unseen_unembed": ("unseen unembedding rows", COSINE_AXIS),   
               "s2_seq_acc": (SCENARIOS["s2"], "teacher-forced exact match"),
               "s3_seq_acc": (SCENARIOS["s3"], "teacher-forced exact match")}
 
+# %% ../nbs/09a_figures.ipynb #4023a92a
 def forgetting_plot(logs: pd.DataFrame, pairs: list, until: dict, baseline: str):
     "A row per kind of reset (going on, stopping), a column per measure of `FORGETTING`, by step, beside `baseline`."
     fig, axes = plt.subplots(len(pairs), len(FORGETTING), figsize=(13, 2.5 * len(pairs) + 1.5), sharex=True, sharey=True,

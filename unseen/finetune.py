@@ -20,6 +20,7 @@ __all__ = ['TASK_WORDS', 'KINDS', 'tiny_gemma', 'TaskFormat', 'encode_format', '
 # %% ../nbs/08_finetune.ipynb #608a65d0
 TASK_WORDS = ("Facts", "Rules", "Query", "Derived", "Answer", "none", "True", "False", "->", "sun")
 
+# %% ../nbs/08_finetune.ipynb #b532d734
 def tiny_gemma(n_unused: int = 40, # reserved tokens `<unused0..n-1>`
                tied: bool = True, # tie the output layer to the embedding
                d_model: int = 64, # residual width
@@ -69,8 +70,10 @@ class TaskFormat:
     true: str = " True"
     false: str = " False"
 
+# %% ../nbs/08_finetune.ipynb #10088070
 KINDS = {"prompt": 0, "derived": 1, "derived_end": 2, "answer_text": 3, "answer": 4}  # what each token is
 
+# %% ../nbs/08_finetune.ipynb #441d76b7
 def encode_format(tokenizer, fmt: TaskFormat = TaskFormat()) -> dict:
     "Token ids of each fragment of `fmt` (field name -> list of ids)."
     frags = {k: tokenizer.encode(v, add_special_tokens=False) for k, v in dataclasses.asdict(fmt).items()}
@@ -88,6 +91,7 @@ class Encoded:
 
     def __len__(self): return len(self.ids)
 
+# %% ../nbs/08_finetune.ipynb #6033ec52
 def encode_problems(batch: ProblemBatch, # problems over local variables
                     names: np.ndarray, # (N, V) token id of each local variable of each problem
                     frags: dict, # `encode_format` of the format
@@ -125,6 +129,7 @@ def name_index(batch: ProblemBatch, n_names: int, rng: np.random.Generator) -> n
                                      f"raise n_names or lower problem.n_vars")
     return np.argsort(rng.random((len(batch), n_names)), axis=1)[:, :V]
 
+# %% ../nbs/08_finetune.ipynb #acd7e5d3
 def problem_keys(batch: ProblemBatch, index: np.ndarray) -> list:
     "A hashable key per problem that does not depend on the condition (for keeping held-out problems out of training)."
     enc = encode_problems(batch, index, {k: [-1 - j] for j, k in enumerate(dataclasses.asdict(TaskFormat()))}, None, -99)
@@ -138,6 +143,7 @@ def tokenizer_vocabulary(tokenizer) -> Vocabulary:
     for piece, i in pieces.items(): tokens[i] = piece
     return Vocabulary(tokens, set(tokenizer.all_special_ids))
 
+# %% ../nbs/08_finetune.ipynb #9578a82b
 @dataclass
 class Pool:
     "The variable names of one condition."
@@ -161,6 +167,7 @@ def check_pool(tokenizer, pool: Pool, n_names: int, frags: dict):
     clash = set(pool.ids.tolist()) & {t for ids in frags.values() for t in ids}
     if clash: raise ValueError(f"{where}: {tokenizer.convert_ids_to_tokens(sorted(clash))} are also tokens of the format")
 
+# %% ../nbs/08_finetune.ipynb #7a9acf53
 def make_pool(tokenizer, spec, # a pool name of `unseen.pools.POOLS`, or a list of words
               n_names: int, frags: dict, seed: int = 0, vocab: Vocabulary | None = None) -> Pool:
     "The first `n_names` names of a pool (seeded as in `token_pools`), checked with `check_pool`."

@@ -27,6 +27,7 @@ __all__ = ['DEFAULT_CACHE', 'RUN_MODULES', 'load_causal_lm', 'Condition', 'parse
 # %% ../nbs/08c_finetune_experiment.ipynb #6a529407
 DEFAULT_CACHE = "~/.cache/unseen/finetune"
 
+# %% ../nbs/08c_finetune_experiment.ipynb #c9224c9a
 def load_causal_lm(spec: str, # a source (see above)
                    dtype: str = "bfloat16", # weights' dtype
                    device: str = "cpu",
@@ -82,6 +83,7 @@ class Condition:
         if self.n_seeds is not None and (isinstance(self.n_seeds, bool) or not isinstance(self.n_seeds, int) or self.n_seeds < 1):
             raise ValueError(f"condition {self.name!r}: n_seeds={self.n_seeds!r}, expected a whole number >= 1")
 
+# %% ../nbs/08c_finetune_experiment.ipynb #70d095d5
 def parse_conditions(spec: dict) -> list:
     "Conditions from params.yaml's mapping name -> {pool, decollapse, reference, reference_size, n_seeds}."
     known = set(Condition.__dataclass_fields__) - {"name"}
@@ -101,6 +103,7 @@ class Prepared:
     pool: Pool
     reference: Pool | None
 
+# %% ../nbs/08c_finetune_experiment.ipynb #16966744
 def prepare_conditions(tokenizer, conditions: list, task: Task, seed: int = 0) -> list:
     "Build and check every condition's pool (and its re-draw's reference rows) before any training."
     vocab = tokenizer_vocabulary(tokenizer)
@@ -150,6 +153,7 @@ def run_one(model, base: dict, # `model.state_dict()` before any run: restored i
 # %% ../nbs/08c_finetune_experiment.ipynb #b7e2d4a1
 RUN_MODULES = ("finetune.py", "finetune_rows.py", "finetune_run.py", "finetune_experiment.py", "pools.py", "logic.py", "gemma.py")
 
+# %% ../nbs/08c_finetune_experiment.ipynb #30cf5c4f
 def code_fingerprint() -> str:
     "A short hash of the library modules a fine-tuning run executes: a stored run of other code is not reused."
     import unseen
@@ -250,6 +254,7 @@ class FinetuneExperiment:
         size = sum(p.numel() for p in self.model.parameters()) / 1e6
         return f"{self.name} from {self.path} in {self.load_seconds:.0f} s; {size:.0f}M parameters"
 
+# %% ../nbs/08c_finetune_experiment.ipynb #41d18a67
 def load_experiment(model: dict, # {"name": label, "source": a source of `load_causal_lm`}
                     training: dict, # `FinetuneConfig` fields (params.yaml's finetune.training)
                     problem: dict, # `LogicConfig` fields of the problems

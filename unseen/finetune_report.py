@@ -32,6 +32,7 @@ def steps_to_threshold(log: pd.DataFrame, metric: str, threshold: float, budget:
                      "answer_acc_at": float(at["answer_acc"]) if "answer_acc" in d else float("nan")})
     return pd.DataFrame(rows)
 
+# %% ../nbs/08d_finetune_report.ipynb #1ef2f28d
 def ratio_bound(num: pd.DataFrame, den: pd.DataFrame) -> tuple:
     "Mean steps of `num` over mean steps of `den` and what it is: exact, lower or upper bound, or undetermined."
     value = num["steps"].mean() / max(den["steps"].mean(), 1e-9)
@@ -39,6 +40,7 @@ def ratio_bound(num: pd.DataFrame, den: pd.DataFrame) -> tuple:
             (True, True): "undetermined"}[(bool(num["censored"].any()), bool(den["censored"].any()))]
     return float(value), kind
 
+# %% ../nbs/08d_finetune_report.ipynb #e05f5b93
 def ratio_interval(num: pd.DataFrame, den: pd.DataFrame, ci: float = 0.95, n_boot: int = 2000, seed: int = 0) -> tuple:
     "Bootstrap interval of `ratio_bound`'s value, the runs of each side resampled with replacement; NaNs when a run is censored."
     if num["censored"].any() or den["censored"].any() or len(num) < 2 or len(den) < 2: return float("nan"), float("nan")
@@ -52,6 +54,7 @@ def ratio_interval(num: pd.DataFrame, den: pd.DataFrame, ci: float = 0.95, n_boo
 PAPER_STEPS = {"unused": 5000, "adjectives": 500, "letters": 500}  # Gemma 3 1B, approximate (docs/paper.md §1 claim 8)
 WORDS = ("adjectives", "letters")
 
+# %% ../nbs/08d_finetune_report.ipynb #38129f29
 def steps_summary(st: pd.DataFrame, words=WORDS) -> pd.DataFrame:
     "Per condition of one metric's steps: runs, mean steps, censored runs, the ratio to the words, its kind and interval."
     words_st = st[st["condition"].isin(words)]
@@ -93,12 +96,14 @@ CURVES = {"exact": ("the whole target right", "fraction of held-out problems"), 
           "var_acc": ("each derived name right", "fraction of derived names"),
           "loss": ("held-out loss", "cross-entropy per target token (nats)")}
 
+# %% ../nbs/08d_finetune_report.ipynb #672af87a
 def fine_tuning_steps(ax, linear_to: int = 10):
     "A step axis linear to `linear_to` (the first evaluations), logarithmic beyond: conditions end steps apart by orders of magnitude."
     ax.set_xscale("symlog", linthresh=linear_to, linscale=0.4); ax.set_xlim(left=0)
     ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda x, _: f"{x:,.0f}"))
     ax.set_xlabel(f"fine-tuning step (log beyond {linear_to})")
 
+# %% ../nbs/08d_finetune_report.ipynb #1460ab42
 def plot_learning_curves(log: pd.DataFrame, endpoints: dict, # metric -> threshold: dashed lines
                          metrics=("derived_exact", "answer_acc", "loss")):
     "One panel per metric, one colour per condition, one line per seed, steps on a log axis: (figure, data)."
@@ -147,6 +152,7 @@ RECIPE_TEXT = {
             "output layer only at target positions, pure {dtype} weights, AdamW",
     "full": "every weight (full fine-tuning), output layer only at target positions, {dtype} weights, AdamW"}
 
+# %% ../nbs/08d_finetune_report.ipynb #186126eb
 def steps_metrics(summary: pd.DataFrame) -> dict:
     "One metric's entry of metrics.json, from its `steps_summary`: mean steps, censored runs, the ratio of mean steps to the words'."
     by = list(summary.set_index("condition").iterrows())
@@ -154,6 +160,7 @@ def steps_metrics(summary: pd.DataFrame) -> dict:
             "censored": {c: int(r["censored"]) for c, r in by},
             "ratio_to_words": {c: {"value": round(float(r["ratio"]), 3), "kind": r["ratio_kind"]} for c, r in by}}
 
+# %% ../nbs/08d_finetune_report.ipynb #465a4c22
 def _growth(cfg) -> str:
     "How the gap between evaluations grows, for the table's heading."
     return f", the gap growing to about {cfg.eval_growth:.0%} of the step" if cfg.eval_growth else ""
@@ -206,6 +213,7 @@ def write_report(out_dir, grid: GridResult, st: pd.DataFrame,
     (out / "table.md").write_text("\n".join(md) + "\n")
     return metrics
 
+# %% ../nbs/08d_finetune_report.ipynb #73ea89dc
 def survival_metrics(survival: pd.DataFrame) -> dict:
     "metrics.json's survival entry: per endpoint and condition, the time ratio, its 95% interval, p values, censored runs."
     r3 = lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 4)
@@ -213,6 +221,7 @@ def survival_metrics(survival: pd.DataFrame) -> dict:
                                  "logrank_p": r3(r["logrank_p"]), "runs": int(r["runs"]), "censored": int(r["censored"])}
                 for _, r in d.iterrows()} for m, d in survival.groupby("metric", sort=False)}
 
+# %% ../nbs/08d_finetune_report.ipynb #6f75d2f1
 def survival_markdown(survival: pd.DataFrame) -> pd.DataFrame:
     "The survival table as table.md shows it: one row per endpoint and condition."
     fmt = lambda v, f="{:.2f}": "" if v is None or (isinstance(v, float) and math.isnan(v)) else f.format(v)

@@ -16,6 +16,7 @@ __all__ = ['DECOLLAPSE', 'draw_rows', 'is_tied', 'decollapse', 'TaskRows', 'targ
 # %% ../nbs/08a_finetune_rows.ipynb #37cfec03
 DECOLLAPSE = ("mean_noise", "diagonal", "covariance")
 
+# %% ../nbs/08a_finetune_rows.ipynb #57c07cbb
 def draw_rows(reference: torch.Tensor, # (k, d) rows to imitate
               n: int, # rows to draw
               method: str, # one of DECOLLAPSE
@@ -34,11 +35,13 @@ def draw_rows(reference: torch.Tensor, # (k, d) rows to imitate
         return mean + (z * values.clamp_min(0).sqrt()) @ vectors.T
     raise ValueError(f"unknown de-collapse method {method!r}; methods: {DECOLLAPSE}")
 
+# %% ../nbs/08a_finetune_rows.ipynb #9479f0c1
 def is_tied(model) -> bool:
     "Whether the output layer of `model` shares its weight with the input embedding."
     out = model.get_output_embeddings()
     return out is None or out.weight is model.get_input_embeddings().weight
 
+# %% ../nbs/08a_finetune_rows.ipynb #c416d66c
 @torch.no_grad()
 def decollapse(model, # any Hugging Face causal LM
                token_ids, # the rows to re-draw

@@ -22,6 +22,7 @@ __all__ = ['METRICS', 'RECIPES', 'PROBLEM_METRICS', 'target_counts', 'scores_of'
 # %% ../nbs/08b_finetune_run.ipynb #7e1edef8
 METRICS = ("loss", "derived_exact", "answer_acc", "exact", "var_acc")
 
+# %% ../nbs/08b_finetune_run.ipynb #923c04e5
 def target_counts(logits, targets, kinds, problem, n: int) -> dict:
     "Teacher-forced counts of `n` problems: problems right per span, summed token loss and tokens, derived-variable tokens right."
     scored = logits.float()               # one float copy: the argmax and the loss read it (a bf16 argmax is slow on a CPU)
@@ -35,12 +36,14 @@ def target_counts(logits, targets, kinds, problem, n: int) -> dict:
             "exact": right(kinds > 0),                            # the whole target
             "var_right": int((~wrong & var).sum()), "var_tokens": int(var.sum())}
 
+# %% ../nbs/08b_finetune_run.ipynb #0c62a7c6
 def scores_of(counts: dict, n: int) -> dict:
     "METRICS of `n` problems from summed `target_counts`: shares of problems, and the loss and var_acc per token."
     return {"loss": counts["loss"] / max(counts["tokens"], 1), "derived_exact": counts["derived_exact"] / n,
             "answer_acc": counts["answer_acc"] / n, "exact": counts["exact"] / n,
             "var_acc": counts["var_right"] / max(counts["var_tokens"], 1)}
 
+# %% ../nbs/08b_finetune_run.ipynb #e3b190a6
 def target_scores(logits, targets, kinds, problem, n: int) -> dict:
     "Teacher-forced metrics of `n` problems; an all-correct target is what greedy decoding would produce."
     return scores_of(target_counts(logits, targets, kinds, problem, n), n)
@@ -48,6 +51,7 @@ def target_scores(logits, targets, kinds, problem, n: int) -> dict:
 # %% ../nbs/08b_finetune_run.ipynb #b90d4a9c
 RECIPES = ("rows", "full")
 
+# %% ../nbs/08b_finetune_run.ipynb #e2cf2310
 @dataclass(frozen=True)
 class FinetuneConfig:
     "Optimisation and evaluation of one fine-tuning run."
@@ -105,6 +109,7 @@ class FinetuneConfig:
 # %% ../nbs/08b_finetune_run.ipynb #5222abd5
 PROBLEM_METRICS = ("derived_exact", "answer_acc", "exact")   # shares of problems: what the problems not yet read can bound
 
+# %% ../nbs/08b_finetune_run.ipynb #9a1926a3
 def held_out_chunks(task: Task, pool: Pool, cfg: FinetuneConfig) -> list:
     "The held-out problems named by `pool` in a fixed random order, in chunks of eval_batch on cfg.device, each cut to its longest problem."
     enc = task.encode_held_out(0, len(task.held_out), pool)
@@ -117,6 +122,7 @@ def held_out_chunks(task: Task, pool: Pool, cfg: FinetuneConfig) -> list:
         chunks.append(_to(Encoded(enc.ids[i, :T], enc.mask[i, :T], enc.kind[i, :T]), cfg.device))
     return chunks
 
+# %% ../nbs/08b_finetune_run.ipynb #e70a1e60
 @torch.no_grad()
 def score_held_out(model, rows, task: Task, pool: Pool, cfg: FinetuneConfig,
                    chunks: list | None = None, # `held_out_chunks` (None: encoded here)
@@ -156,6 +162,7 @@ def finetune_step(model, rows, task, pool, opt, params: list, cfg, step: int) ->
     opt.step(); opt.zero_grad(set_to_none=True)
     return loss.item()
 
+# %% ../nbs/08b_finetune_run.ipynb #2423457e
 def finetune(model, # a causal LM, weights in cfg.dtype on cfg.device: trained in place
              task: Task, pool: Pool, # the problems and this condition's names
              cfg: FinetuneConfig = FinetuneConfig(),

@@ -19,6 +19,7 @@ __all__ = ['RUN_SETTINGS', 'EXPERIMENT_KEYS', 'BASE_CHECKS', 'SHARED', 'OUTPUT_D
 # %% ../nbs/10_pipeline.ipynb #29a1ab7f
 RUN_SETTINGS = ("threads", "isolate", "chunk_rows", "workers")   # how a stage runs (cores, processes, block size), not what it computes
 
+# %% ../nbs/10_pipeline.ipynb #55ae211b
 def load_params(path="params.yaml") -> dict:
     "The parsed `params.yaml`, with a clear message when it is missing, not YAML, or not a mapping."
     path = Path(path)
@@ -28,6 +29,7 @@ def load_params(path="params.yaml") -> dict:
     if not isinstance(params, dict): raise ValueError(f"{path} must be a mapping of sections, got {type(params).__name__}")
     return params
 
+# %% ../nbs/10_pipeline.ipynb #c7081dec
 def notebook_parameters(notebook) -> dict:
     "Each name the notebook's `parameters` cell assigns, with its default value (`...` where it is no literal)."
     import papermill as pm
@@ -38,6 +40,7 @@ def notebook_parameters(notebook) -> dict:
         except (ValueError, SyntaxError): return ...
     return {name: literal(p["default"]) for name, p in found.items()}
 
+# %% ../nbs/10_pipeline.ipynb #eab244ff
 def declared_parameters(notebook) -> set:
     "Names assigned in the notebook's cell tagged `parameters`."
     return set(notebook_parameters(notebook))
@@ -50,6 +53,7 @@ def deep_merge(base: dict, update: dict) -> dict:
         out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else copy.deepcopy(value)
     return out
 
+# %% ../nbs/10_pipeline.ipynb #00dce20e
 def set_key(params: dict, key: str, value, where: str = "-p"):
     "Set dotted `key` (`training.steps`) in `params` in place, merging a mapping value into a mapping already there."
     *parents, leaf = key.split(".")
@@ -98,6 +102,7 @@ EXPERIMENT_KEYS = ("n_train", "model", "intervention", "training")   # what an e
 BASE_CHECKS = {"seed": ("int", 0), "n_train": ("int", 1), "device": ("str", None), "dtype": ("str", ["float32", "bfloat16"])}
 SHARED = {"experiments": ("train", "experiments")}   # parameter -> the one key it is read from, for every stage that declares it
 
+# %% ../nbs/10_pipeline.ipynb #e680a0a9
 def _type_name(default) -> str:
     "The annotation a value of the notebook's default's type is checked against (`''`: anything)."
     if default is None or default is ...: return ""
@@ -161,11 +166,13 @@ def pipeline_call() -> bool:
     "Whether DVC runs this command as one of its stages (it sets `DVC_STAGE` for each)."
     return bool(os.environ.get("DVC_STAGE"))
 
+# %% ../nbs/10_pipeline.ipynb #7ef4056e
 def dvc_stage(name: str, root=".") -> dict:
     "Stage `name` as `dvc.yaml` declares it (empty without a `dvc.yaml`)."
     path = Path(root) / "dvc.yaml"
     return ((yaml.safe_load(path.read_text()) or {}).get("stages") or {}).get(name) or {} if path.exists() else {}
 
+# %% ../nbs/10_pipeline.ipynb #9dbc7c2f
 def stage_outputs(name: str, parameters: dict, root=".") -> list:
     "The outputs `dvc.yaml` declares for stage `name` (outs, metrics, plots), `${item.KEY}` filled from `parameters`."
     stage, outs = dvc_stage(name, root), []
@@ -179,14 +186,17 @@ def stage_outputs(name: str, parameters: dict, root=".") -> list:
 # %% ../nbs/10_pipeline.ipynb #84ef0522
 OUTPUT_DIRS = ("out_dir", "figures_dir", "weights_dir")   # the parameters that say where a stage writes
 
+# %% ../nbs/10_pipeline.ipynb #f9f8b9ff
 def tracked_outputs(root=".") -> set:
     "Every output path that `dvc.lock` records."
     path = Path(root) / "dvc.lock"
     stages = ((yaml.safe_load(path.read_text()) or {}).get("stages") or {}) if path.exists() else {}
     return {o["path"] for s in stages.values() for o in s.get("outs") or []}
 
+# %% ../nbs/10_pipeline.ipynb #8954008c
 def _under(path: str, dirs) -> bool: return any(d and (path == d or path.startswith(d.rstrip("/") + "/")) for d in dirs)
 
+# %% ../nbs/10_pipeline.ipynb #b8126202
 def check_by_hand(name: str, parameters: dict, defaults: dict, notebook_out: str, root="."):
     "Refuse a run by hand that would overwrite an output `dvc.lock` tracks."
     changed = [k for k in OUTPUT_DIRS if k in defaults and parameters.get(k, defaults[k]) != defaults[k]]
@@ -207,11 +217,13 @@ def check_by_hand(name: str, parameters: dict, defaults: dict, notebook_out: str
 MARKER = ".unseen-stage"   # in an output directory outside the pipeline's layout: the name of the stage that wrote it
 NEVER = (".git", ".dvc")   # git's and DVC's own files: no stage writes there
 
+# %% ../nbs/10_pipeline.ipynb #d5c31697
 def stage_notebook(name: str, stage: dict) -> str:
     "The stage notebook that DVC stage `name` runs (`unseen-stage train ...` -> `train`; `train-more` runs it too), else `name`."
     words = str(stage.get("cmd") or "").split()
     return words[1] if len(words) > 1 and words[0] == "unseen-stage" else name
 
+# %% ../nbs/10_pipeline.ipynb #08ae3908
 def declared_outputs(root=".") -> dict:
     "Each output `dvc.yaml` declares (`${item.KEY}` left in), with the stage notebook that writes it."
     path = Path(root) / "dvc.yaml"
@@ -219,6 +231,7 @@ def declared_outputs(root=".") -> dict:
     return {(o if isinstance(o, str) else next(iter(o))): stage_notebook(name, stage) for name, stage in stages.items()
             for kind in ("outs", "metrics", "plots") for o in stage.get(kind) or []}
 
+# %% ../nbs/10_pipeline.ipynb #a9f64dfe
 def _component(pattern: str) -> str:
     "A regular expression for one path component of a `dvc.yaml` output, each `${...}` standing for any name."
     return "[^/]+".join(re.escape(piece) for piece in re.split(r"\$\{[^}]*\}", pattern))
@@ -227,6 +240,7 @@ def _overlaps(path: str, pattern: str) -> bool:
     "Whether `path` is, holds or lies inside an output that `pattern` names (both relative to the repository)."
     return all(re.fullmatch(_component(q), p) for p, q in zip(path.split("/"), pattern.split("/")))
 
+# %% ../nbs/10_pipeline.ipynb #9487d332
 def check_place(key: str, value, root=".", stage: str = "") -> Path:
     "Where `value` really points (`..` and links followed); refused in one line if that is the repository, holds it, is git's or DVC's, or lies in another stage's output."
     root = Path(root).resolve()
@@ -243,6 +257,7 @@ def check_place(key: str, value, root=".", stage: str = "") -> Path:
             raise ValueError(f"-p {key}={value}: that lies in {pattern}, an output of stage {other} (dvc.yaml): {elsewhere}")
     return final
 
+# %% ../nbs/10_pipeline.ipynb #8f538bfe
 def check_out_dir(out_dir, root=".", stage: str = "", parameters: dict | None = None) -> bool:
     "Refuse, in one line, an `out_dir` whose replacement could delete what `stage` did not write; whether it needs the `MARKER`."
     final, root = check_place("out_dir", out_dir, root), Path(root).resolve()
@@ -277,6 +292,7 @@ def output_dir(name: str, parameters: dict, defaults: dict, root=".") -> Path | 
     parents = {Path(o).parent for o in outs}
     return parents.pop() if len(parents) == 1 else None
 
+# %% ../nbs/10_pipeline.ipynb #2f77eca1
 @contextlib.contextmanager
 def writing(out_dir, root=".", stage: str = "", parameters: dict | None = None):
     "Check and lock `out_dir`, and yield the partial directory to write instead (relative to `root` when inside it); on success it becomes `out_dir`."
@@ -310,6 +326,7 @@ def writing(out_dir, root=".", stage: str = "", parameters: dict | None = None):
 # %% ../nbs/10_pipeline.ipynb #b7e4c002
 RUN_TIMES = ("start_time", "end_time", "duration")   # papermill's, in the notebook's and each cell's metadata
 
+# %% ../nbs/10_pipeline.ipynb #644e13e8
 def strip_run_times(path) -> Path:
     "Drop the wall-clock times papermill and the kernel write into the executed notebook at `path`, and the injected cell's random id (in place); return the path."
     path = Path(path); nb = json.loads(path.read_text())
@@ -399,6 +416,7 @@ def parse_overrides(items) -> dict:
                              "e.g. -p 'training={steps: 30}'") from None
     return overrides
 
+# %% ../nbs/10_pipeline.ipynb #dba6e791
 def main(argv=None):
     "Command line: `unseen-stage NAME [-p key=value ...] [--tag TAG] [--params FILE]`."
     ap = argparse.ArgumentParser(prog="unseen-stage", description="Run one pipeline stage notebook with papermill.")

@@ -35,6 +35,7 @@ CLAIMS = {   # variant (unseen.interventions.VARIANTS) -> the paper's claim for 
 # %% ../nbs/09_results.ipynb #d56845b5
 N_PROBLEMS = 500   # test problems per scenario where a run's details.json does not say (the evaluate stage's)
 
+# %% ../nbs/09_results.ipynb #e54d4088
 def seed_parts(scores,                     # per-seed scores of one run on one scenario, in [0, 1]
                n_problems: int = N_PROBLEMS, # test problems per scenario, shared by the seeds
               ) -> list:
@@ -60,6 +61,7 @@ def interval(scores, n_problems: int = N_PROBLEMS, level: float = 0.95) -> tuple
     lo, hi = t_interval(m, seed_parts(scores, n_problems), level)
     return m, max(lo, 0.0), min(hi, 1.0)
 
+# %% ../nbs/09_results.ipynb #76f6d620
 def difference(a, b, n_problems: int = N_PROBLEMS, level: float = 0.95) -> tuple:
     "Mean of `a` minus mean of `b` (per-seed scores of two runs on one scenario) and its Welch interval, clipped to [-1, 1]."
     d = float(np.mean(a) - np.mean(b))
@@ -71,6 +73,7 @@ THRESHOLDS = {"high": (0.9, 0.5),      # reproduced at or above the first; partl
               "fails": (0.1, 0.3),     # reproduced under the first; partly / not on either side of the second
               "above standard": 0.1}   # the smallest gap over the standard model that counts as the paper's lift
 
+# %% ../nbs/09_results.ipynb #e69b0060
 def side(lo: float, hi: float, cut: float) -> str:
     "Where an interval lies against a cut-off: 'above' (lower bound at or above it), 'below' (upper bound under it), else 'straddles'."
     return "above" if lo >= cut else "below" if hi < cut else "straddles"
@@ -98,6 +101,7 @@ def compare(lo: float, hi: float) -> str:
     "A difference's interval against zero: 'higher', 'lower', or 'undecided' where it holds zero."
     return "higher" if lo > 0 else "lower" if hi < 0 else "undecided"
 
+# %% ../nbs/09_results.ipynb #894c40d8
 def agree(a: str, b: str) -> bool:
     "Whether two draws' verdicts on one cell agree: equal, either undecided, or 'partly or not' against partly or not."
     return a == b or "undecided" in (a, b) or {a, b} in ({"partly or not", "partly"}, {"partly or not", "not"})
@@ -109,6 +113,7 @@ def run_files(root, filename):
         run, seed = re.fullmatch(r"(.+)-s(\d+)", path.parent.name).groups()
         yield run, int(seed), path
 
+# %% ../nbs/09_results.ipynb #e0a5ca8f
 def collect(eval_dir="runs/eval") -> pd.DataFrame:
     "One row per (run, seed, scenario): exact match, answer accuracy and test problems, the run's variant and n_train, and for runs with resets also right after a re-draw."
     rows = []
@@ -171,6 +176,7 @@ def fmt_interval(mean: float, lo: float, hi: float, sign: bool = False) -> str:
     "A mean and its interval for a table: `0.89 [0.85, 0.93]` (with `sign`: `+0.64 [-0.12, 1.00]`)."
     return f"{mean:{'+' if sign else ''}.2f} [{lo:.2f}, {hi:.2f}]"
 
+# %% ../nbs/09_results.ipynb #6c2557eb
 def markdown_results(table: pd.DataFrame) -> str:
     "The table as markdown: a row per experiment, a column per scenario (mean [95% interval], the gap over standard where claimed, claim, verdict)."
     names = {"s1": "1: all seen", "s2": "2: query unseen", "s3": "3: all unseen"}
@@ -202,6 +208,7 @@ def redrawn_table(runs: pd.DataFrame, experiments, metric: str = "exact_match") 
     return pd.DataFrame(out, columns=["variant", "scenario", "seeds", "end_mean", "end_lo", "end_hi",
                                       "redrawn_mean", "redrawn_lo", "redrawn_hi", "paper", "verdict"])
 
+# %% ../nbs/09_results.ipynb #75f15393
 def markdown_redrawn(table: pd.DataFrame) -> str:
     "The re-drawn readings as markdown: a row per experiment; scenarios 2 and 3 at the end and re-drawn, with 95% intervals."
     lines = ["| variant | seeds | scenario 2: at the end | scenario 2: unseen rows re-drawn | scenario 3: at the end | scenario 3: unseen rows re-drawn |",
@@ -234,6 +241,7 @@ def pair_table(runs: pd.DataFrame,
     return pd.DataFrame(out, columns=["run", "against", "scenario", "seeds", "against_seeds", "mean", "lo", "hi", "against_mean",
                                       "against_lo", "against_hi", "diff", "diff_lo", "diff_hi", "comparison"])
 
+# %% ../nbs/09_results.ipynb #cda9570f
 def control_table(runs: pd.DataFrame,
                   controls: dict,      # reset run -> its controls: the same resets stopped early, runs without resets
                   metric: str = "exact_match") -> pd.DataFrame:
@@ -241,6 +249,7 @@ def control_table(runs: pd.DataFrame,
     table = pair_table(runs, controls, f"redrawn_{metric}", ("s2", "s3"), missing="re-drawn reading")
     return table.rename(columns=lambda c: c.replace("against", "control"))
 
+# %% ../nbs/09_results.ipynb #58a14346
 def markdown_controls(table: pd.DataFrame) -> str:
     "The control table as markdown: a row per (run, control, scenario)."
     lines = ["| run | control | scenario | run re-drawn | control re-drawn | difference | run against control |", "|---|---|---|---|---|---|---|"]
@@ -253,11 +262,13 @@ def markdown_controls(table: pd.DataFrame) -> str:
 # %% ../nbs/09_results.ipynb #927ab043
 ROBUST = 0.95   # a seed is robust when its exact match is at least this on every scenario
 
+# %% ../nbs/09_results.ipynb #21322aa3
 def robust_seeds(runs: pd.DataFrame, run: str, metric: str = "exact_match") -> tuple:
     "How many seeds of `run` are robust (at least `ROBUST` on all three scenarios), of how many."
     by_seed = runs[runs["run"] == run].groupby("seed")[metric].min()
     return int((by_seed >= ROBUST).sum()), len(by_seed)
 
+# %% ../nbs/09_results.ipynb #48da78ef
 def parts_table(runs: pd.DataFrame, parts: dict, metric: str = "exact_match") -> pd.DataFrame:
     "Each whole recipe against each of its parts (`parts`: whole -> [part, ...]) per scenario: the difference, its 95% interval, `compare`, robust seeds."
     table = pair_table(runs, parts, metric).drop(columns=["seeds", "against_seeds"])   # a run this pipeline did not train: left out
@@ -265,6 +276,7 @@ def parts_table(runs: pd.DataFrame, parts: dict, metric: str = "exact_match") ->
     robust = lambda run: "{} of {}".format(*robust_seeds(runs, run, metric))
     return table.assign(robust=[robust(r) for r in table["run"]], part_robust=[robust(r) for r in table["part"]])
 
+# %% ../nbs/09_results.ipynb #d23377cf
 def markdown_parts(table: pd.DataFrame, head=("run", "part")) -> str:
     "The parts table as markdown: a row per (whole, part, scenario); `head` names the two columns (e.g. a run and its control)."
     a, b = head
@@ -279,6 +291,7 @@ def markdown_parts(table: pd.DataFrame, head=("run", "part")) -> str:
 DIVERSITY_CLAIMS = {"freeze": "helps", "copy_freeze": "helps", "standard": "does not cure"}   # claim 5's halves, by variant
 GAIN = 0.1   # the smallest gain in exact match, fewest to most seen names, that counts as one
 
+# %% ../nbs/09_results.ipynb #c8d43243
 def gain_verdict(half: str, lo: float, hi: float) -> str:
     "reproduced / not / undecided: a half of claim 5 against the interval of the gain from the fewest to the most seen names."
     s = side(lo, hi, GAIN)
@@ -307,6 +320,7 @@ def diversity_table(runs: pd.DataFrame,
     return pd.DataFrame(out, columns=["variant", "half", "scenario", "fewest", "most", "n_fewest", "n_most", "fewest_mean",
                                       "most_mean", "gain", "gain_lo", "gain_hi", "verdict"])
 
+# %% ../nbs/09_results.ipynb #d8479ce2
 def half_verdicts(table: pd.DataFrame) -> dict:
     "Each half of claim 5 from its variants' verdicts: all reproduced, all not, partly where they disagree, else undecided."
     out = {}
@@ -342,6 +356,7 @@ def all_verdicts(runs: pd.DataFrame, experiments, parts: dict, sweep: dict, metr
     cols = ["item", "scenario", "difference", "estimate", "est_lo", "est_hi", "verdict"]
     return pd.concat([r[cols] for r in rows if len(r)], ignore_index=True)
 
+# %% ../nbs/09_results.ipynb #741c926b
 def redraw_table(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     "Two draws' `all_verdicts` side by side (what both judged), with whether they `agree`."
     m = a.merge(b.drop(columns="difference"), on=["item", "scenario"], suffixes=("_a", "_b"))
@@ -366,6 +381,7 @@ def table_note(metric: str) -> str:
     return ((f"**{mark[0].upper() + mark[1:]}.** " if mark else "") + f"Greedy decoding, {metric.replace('_', ' ')} on 500 test problems per scenario; mean over seeds [95% interval: t over "
             "seeds plus the test set's binomial error]; decision rules in nbs/09_results.ipynb and docs/results.md.")
 
+# %% ../nbs/09_results.ipynb #9033e595
 def write_results(runs: pd.DataFrame, experiments, out_dir, metric: str = "exact_match") -> str:
     "table.csv, redrawn.csv and table.md (the scenarios table, then the re-drawn readings) under `out_dir`; the markdown."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
@@ -413,6 +429,7 @@ def write_verdicts(runs: pd.DataFrame, experiments, parts: dict, sweep: dict, ou
 # %% ../nbs/09_results.ipynb #5ce9a002
 SCENARIO_WORDS = {"s1": "1: every name seen", "s2": "2: query unseen", "s3": "3: every name unseen"}   # the legend's words
 
+# %% ../nbs/09_results.ipynb #419c2910
 def scenarios_figure(runs: pd.DataFrame, experiments, metric: str = "exact_match"):
     "Bars of each experiment's mean `metric` per scenario, ± 1 std over seeds, and a dot per seed."
     import matplotlib.pyplot as plt, seaborn as sns
@@ -444,6 +461,7 @@ HEADLINE = {   # metrics key -> (run, column of `collect`'s rows, scenario); doc
 COLLAPSE = {"standard.cos": "standard", "freeze.cos": "freeze"}   # 2: run whose unseen rows' final cosine is listed
 DIVERSITY = ("diversity.s3", "freeze")   # 5: the gain on scenario 3 from the sweep's fewest to its most names
 
+# %% ../nbs/09_results.ipynb #b4146300
 def headline_metrics(runs: pd.DataFrame,        # `collect`'s rows of every evaluated run
                      sweep: dict,               # claim 5's sweep: variant -> its runs from the fewest to the most names
                      train_dir="runs/train",    # the train stages' metrics.json: the collapse statistic at the end
@@ -468,6 +486,7 @@ def headline_metrics(runs: pd.DataFrame,        # `collect`'s rows of every eval
         nested.setdefault(group, {})[name] = value
     return rounded(nested, 4, atol=1e-4)   # scores and cosines in [-1, 1]: four decimals
 
+# %% ../nbs/09_results.ipynb #bcc4c8de
 def write_headline(runs: pd.DataFrame, sweep: dict, out_dir, train_dir="runs/train", metric: str = "exact_match") -> dict:
     "headline.json under `out_dir`: `headline_metrics`; return them."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
@@ -478,6 +497,7 @@ def write_headline(runs: pd.DataFrame, sweep: dict, out_dir, train_dir="runs/tra
 # %% ../nbs/09_results.ipynb #2a0d5333
 BEGIN, END = "<!-- results-table -->", "<!-- /results-table -->"
 
+# %% ../nbs/09_results.ipynb #308ad4e6
 def update_readme(readme="README.md", table_md="runs/results/table.md", marker="results-table") -> bool:
     "Put the contents of `table_md` between the `marker` comments of `readme`; return whether it changed."
     readme, table_md = Path(readme), Path(table_md)
@@ -490,10 +510,12 @@ def update_readme(readme="README.md", table_md="runs/results/table.md", marker="
     readme.write_text(new)
     return new != text
 
+# %% ../nbs/09_results.ipynb #0b378c1d
 # marker -> (the page it is in, the pipeline output it holds)
 README_BLOCKS = {"results-table": ("README.md", "runs/results/table.md"),
                  "claims-summary": ("docs/results.md", "runs/figures/summary.md")}
 
+# %% ../nbs/09_results.ipynb #5bb3dba3
 def readme_main(root="."):
     "Command line: `unseen-readme`: the results table into README.md, the claims summary into docs/results.md."
     for marker, (page, source) in README_BLOCKS.items():
