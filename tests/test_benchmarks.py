@@ -1,6 +1,8 @@
 """The GPU check's paper-scale smoke (benchmarks/paper_smoke.py) runs the stages' library calls without Jupyter: here on the CPU at smoke size."""
 import json, os, subprocess, sys
 
+import yaml
+
 from pipeline_helpers import ROOT, _smoke_params
 
 
@@ -101,3 +103,22 @@ def test_finetune_cost_estimate_reads_the_committed_runs():
     assert s["unused"][5] > 5 * s["letters"][5]                              # seconds per seed
     assert all(s[c][3] < p[c][3] for c in s) and all(s[c][1] == p[c][1] for c in s)   # fewer problems read, the same steps
     assert "core-minutes" in screened.stdout
+
+
+def test_pipeline_parts_sums_each_part_once_per_stage_over_sittings():
+    "benchmarks/pipeline_parts.py: a stage stopped with its sitting counts once, its last attempt; parts follow params.yaml."
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import pipeline_parts as pp
+    log = ("3 of 3 stages to run, 2 at a time; logs in runs/logs\n"
+           "[10:00:00] start  train@freeze-0 (1/3)\n[10:00:00] start  train@freeze-n100-0 (2/3)\n"
+           "[10:02:00] done   train@freeze-n100-0 in 2m00s\n[10:02:00] start  evaluate@freeze-n100-0 (3/3)\n"
+           "[10:02:30] done   evaluate@freeze-n100-0 in 30.0s\n"
+           "1 of 1 stages to run, 2 at a time; logs in runs/logs\n"
+           "[23:59:00] start  train@freeze-0 (1/1)\n[00:04:00] done   train@freeze-0 in 5m00s\n")
+    done, sittings = pp.read_log(log)
+    assert done == {"train@freeze-n100-0": 120, "evaluate@freeze-n100-0": 30, "train@freeze-0": 300}
+    assert sittings == [150, 300]   # the second sitting runs past midnight
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    got = pp.parts(done, params)
+    assert got["results table (claims 1, 3, 4, 6)"] == [1, 300]
+    assert got["diversity sweep (claim 5)"] == [1, 120] and got["evaluation"] == [1, 30]
