@@ -62,6 +62,7 @@ def kaplan_meier(iv: pd.DataFrame) -> dict:
             fits[c] = KaplanMeierFitter(label=c).fit_interval_censoring(lower, d["upper"])
     return fits
 
+# %% ../nbs/08e_finetune_survival.ipynb #b373bd1a
 def _km_rows(d: pd.DataFrame) -> list:
     "The Kaplan-Meier step function of one condition's intervals as (step, share not yet crossed); flat at 1 when none crossed."
     if np.isinf(d["upper"]).all():                                 # no crossing: nothing to fit, the curve stays at 1
