@@ -27,7 +27,8 @@ def test_smoke_params_have_the_keys_of_the_defaults():
 def test_quick_params_have_the_keys_of_the_defaults_and_name_their_own_runs():
     "params-quick.yaml: params.yaml's keys and recipe, fewer experiments and fine-tuning conditions, each role one of its runs."
     cpu, quick = (yaml.safe_load((ROOT / f).read_text()) for f in ("params.yaml", "params-quick.yaml"))
-    listed = ("train.experiments.", "finetune.conditions.", "results.controls.", "results.parts.", "results.sweep.", "results.length.", "figures.forgetting.")
+    listed = ("train.experiments.", "finetune.conditions.", "results.controls.", "results.parts.", "results.sweep.", "results.length.", "figures.forgetting.",
+              "finetune.training.secondary_thresholds.")   # the quick look stops at the derived names: no answer endpoint
     strip = lambda keys: {k for k in keys if not k.startswith(listed)}
     assert strip(_keys(cpu)) == strip(_keys(quick)), sorted(strip(_keys(cpu)) ^ strip(_keys(quick)))
     assert quick["train"]["training"] == cpu["train"]["training"] and quick["train"]["model"] == cpu["train"]["model"]
@@ -100,7 +101,8 @@ def test_finetune_endpoints_are_ones_a_coin_cannot_pass_in_every_profile():
         n, n_evals = p["eval_problems"], len(cfg.eval_steps())
         assert (cfg.threshold_metric, cfg.threshold) == (PRIMARY["metric"], PRIMARY["threshold"]) and n >= PRIMARY["min_problems"], name
         answer = {m: t for m, t in cfg.endpoints().items() if m in ANSWER_METRICS}
-        assert answer, f"{name}: no endpoint with the answer"
+        # the quick look measures the primary endpoint alone (docs/timing.md); the others keep the answer as their secondary
+        assert answer or name == "params-quick.yaml", f"{name}: no endpoint with the answer"
         for m, t in answer.items():
             assert chance_crossing(n, t, n_evals) < 0.01 and t >= secondary_threshold(n, n_evals), (name, m, t)
     cpu = yaml.safe_load((ROOT / "params.yaml").read_text())["finetune"]
