@@ -431,20 +431,30 @@ SCENARIO_WORDS = {"s1": "1: every name seen", "s2": "2: query unseen", "s3": "3:
 
 # %% ../nbs/09_results.ipynb #419c2910
 def scenarios_figure(runs: pd.DataFrame, experiments, metric: str = "exact_match"):
-    "Bars of each experiment's mean `metric` per scenario, ± 1 std over seeds, and a dot per seed."
-    import matplotlib.pyplot as plt, seaborn as sns
+    "Bars of each experiment's mean `metric` per scenario with the table's 95% interval, a dot per seed, the claims' cut-offs."
+    import matplotlib.pyplot as plt
     order = [e for e in experiments if e in set(runs["run"])]    # the table's order
-    shown = runs.assign(scenario=runs["scenario"].map(SCENARIO_WORDS).fillna(runs["scenario"]))
-    fig, ax = plt.subplots(figsize=(12, 4.2), constrained_layout=True)
-    sns.barplot(shown, x="run", y=metric, hue="scenario", order=order, errorbar="sd", ax=ax)
-    np.random.seed(0)  # seaborn jitters the points with numpy's global generator: fixed, so the PNG is the same on every rerun
-    sns.stripplot(shown, x="run", y=metric, hue="scenario", order=order, dodge=True, color="k", size=3, legend=False, ax=ax)
-    ax.legend(title="test scenario", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig, ax = plt.subplots(figsize=(12, 4.8), layout="constrained")
+    width, colors = 0.27, plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for j, (scenario, words) in enumerate(SCENARIO_WORDS.items()):
+        for i, run in enumerate(order):
+            x = runs.loc[(runs["run"] == run) & (runs["scenario"] == scenario), metric].dropna().to_numpy()
+            if not len(x): continue
+            m, lo, hi = interval(x)                               # the interval the verdicts use
+            at = i + (j - 1) * width
+            ax.bar(at, m, width, color=colors[j], label=words if i == 0 else None)
+            ax.errorbar(at, m, yerr=[[m - lo], [hi - m]], color="k", lw=1, capsize=2)
+            ax.plot(at + np.linspace(-0.3, 0.3, len(x)) * width, x, "o", color="k", ms=2.5)   # seeds side by side, not jittered
+    for y, words in ((THRESHOLDS["high"][0], "high"), (THRESHOLDS["fails"][0], "fails")):
+        ax.axhline(y, color="0.4", lw=0.8, ls=":"); ax.text(len(order) - 0.5, y, f" {words}", va="center", fontsize=8, color="0.3")
+    ax.set_xticks(range(len(order)), order); ax.set_xlim(-0.6, len(order) - 0.4)
+    fig.legend(title="test scenario", loc="outside lower center", ncol=3)   # one legend, below, as in the other figures
     ax.set_xlabel("experiment (train.experiments in params.yaml)"); ax.tick_params(axis="x", labelrotation=20)   # ten names side by side
     what = {"exact_match": "greedy exact match", "answer": "True/False answer right"}.get(metric, metric)
     ax.set_ylim(0, 1.02); ax.set_ylabel(f"{what}\n(fraction of test problems)")
     fig.suptitle("Claims 1, 3, 4 and 6 (docs/paper.md §1): each experiment on the three test scenarios\n"
-                 "bars: mean over seeds, ± 1 std; dots: each seed", fontsize=11)
+                 "bars: mean over seeds with its 95% interval (as in runs/results/table.md); dots: each seed; "
+                 "dotted: the cut-offs of \"high\" and \"fails\"", fontsize=11)
     return fig
 
 # %% ../nbs/09_results.ipynb #b7e2a002
