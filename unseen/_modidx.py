@@ -112,6 +112,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'unseen.figures.in_sweep': ('figures.html#in_sweep', 'unseen/figures.py'),
                                 'unseen.figures.key': ('figures.html#key', 'unseen/figures.py'),
                                 'unseen.figures.last_reset': ('figures.html#last_reset', 'unseen/figures.py'),
+                                'unseen.figures.length_controls': ('figures.html#length_controls', 'unseen/figures.py'),
                                 'unseen.figures.n_train_only': ('figures.html#n_train_only', 'unseen/figures.py'),
                                 'unseen.figures.over_seeds': ('figures.html#over_seeds', 'unseen/figures.py'),
                                 'unseen.figures.over_seeds_note': ('figures.html#over_seeds_note', 'unseen/figures.py'),

@@ -20,12 +20,12 @@ from .results import run_files
 
 # %% auto #0
 __all__ = ['STEP_AXIS', 'COSINE_AXIS', 'EXACT_AXIS', 'SCENARIOS', 'OVER_SEEDS', 'FORGETTING', 'collect_logs', 'final_rows',
-           'over_seeds', 'train_experiments', 'table_experiments', 'check_roles', 'Runs', 'band', 'over_seeds_note',
-           'claim_title', 'shared_legend', 'key', 'step_axis', 'collapse_verdict', 'fmt', 'freeze_verdict',
-           'reset_verdict', 'run_verdict', 'n_train_only', 'in_sweep', 'ClaimFigure', 'absent_claim', 'collapse_plot',
-           'collapse_claim', 'diversity_plot', 'diversity_table', 'diversity_claim', 'last_reset', 'forgetting_plot',
-           'forgetting_claim', 'redraw_steps', 'since_redraw', 'since_redraw_plot', 'redraw_claim', 'weight_decay_plot',
-           'weight_decay_claim', 'summary_metrics', 'collapse_by_variant']
+           'over_seeds', 'train_experiments', 'table_experiments', 'length_controls', 'check_roles', 'Runs', 'band',
+           'over_seeds_note', 'claim_title', 'shared_legend', 'key', 'step_axis', 'collapse_verdict', 'fmt',
+           'freeze_verdict', 'reset_verdict', 'run_verdict', 'n_train_only', 'in_sweep', 'ClaimFigure', 'absent_claim',
+           'collapse_plot', 'collapse_claim', 'diversity_plot', 'diversity_table', 'diversity_claim', 'last_reset',
+           'forgetting_plot', 'forgetting_claim', 'redraw_steps', 'since_redraw', 'since_redraw_plot', 'redraw_claim',
+           'weight_decay_plot', 'weight_decay_claim', 'summary_metrics', 'collapse_by_variant']
 
 # %% ../nbs/09a_figures.ipynb #57b29382
 def collect_logs(train_dir="runs/train") -> pd.DataFrame:
@@ -63,6 +63,11 @@ def train_experiments(params="params.yaml") -> dict:
 def table_experiments(params="params.yaml") -> list:
     "The results table's experiments, `results.experiments` of the `params` file; [] where there is none."
     return _section(params, "results", "experiments", [])
+
+# %% ../nbs/09a_figures.ipynb #c2ad9d41
+def length_controls(params="params.yaml") -> dict:
+    "`results.length` of the `params` file: a control run trained to a fixed budget -> [the run it controls]; {} where there is none."
+    return _section(params, "results", "length", {})
 
 # %% ../nbs/09a_figures.ipynb #0a67e849
 def check_roles(experiments: dict, **roles):
@@ -257,20 +262,30 @@ def collapse_claim(runs: Runs, variants: list, untied: str | None, baseline: str
     return ClaimFigure("collapse_curves", fig, logs[logs["run"].isin(shown)][cols], [head, "", *lines, ""])
 
 # %% ../nbs/09a_figures.ipynb #0663aab7
-def diversity_plot(acc: pd.DataFrame, cos: pd.DataFrame, sweep: list):
+def diversity_plot(acc: pd.DataFrame, cos: pd.DataFrame, sweep: list, length: dict | None = None):
     "Four panels against n_train: exact match on scenarios 1-3 (`acc`), and the final unseen-row cosine (`cos`); one colour per variant."
-    fig, axes = plt.subplots(1, 4, figsize=(15, 4.2), sharex=True, constrained_layout=True)
+    fig, axes = plt.subplots(1, 4, figsize=(15, 4.4), sharex=True, constrained_layout=True)
+    length = {c: v for c, v in (length or {}).items() if v in sweep and (acc["variant"] == c).any()}   # control -> variant, drawn
+    hollow = lambda v: dict(marker="D", ls="none", mfc="white", capsize=3, color=f"C{sweep.index(v)}")
     for ax, (s, what) in zip(axes, SCENARIOS.items()):
         for i, v in enumerate(sweep):
             a = acc[(acc["variant"] == v) & (acc["scenario"] == s)]
             ax.errorbar(a["n_train"], a["mean"], a["std"], marker="o", capsize=3, color=f"C{i}")
+        for c, v in length.items():   # beside its variant's point, a little to the right so that neither hides the other
+            a = acc[(acc["variant"] == c) & (acc["scenario"] == s)]
+            ax.errorbar(a["n_train"] * 1.15, a["mean"], a["std"], **hollow(v))
         ax.set(ylim=(-0.03, 1.03), title=what, ylabel=EXACT_AXIS)
     for i, v in enumerate(sweep):
         c = cos[cos["variant"] == v]
         axes[3].errorbar(c["n_train"], c["mean"], c["std"], marker="o", capsize=3, color=f"C{i}")
+    for c, v in length.items():
+        k = cos[cos["variant"] == c]
+        axes[3].errorbar(k["n_train"] * 1.15, k["mean"], k["std"], **hollow(v))
     axes[3].set(ylim=(-0.1, 1.05), title="the collapse: unseen rows", ylabel=f"{COSINE_AXIS}, end of training")
     for ax in axes: ax.set(xscale="log", xlabel="seen names in training (n_train)")
-    shared_legend(fig, [key(v, f"C{i}", marker="o") for i, v in enumerate(sweep)])
+    shared_legend(fig, [key(v, f"C{i}", marker="o") for i, v in enumerate(sweep)]
+                  + [key(f"{c}: {v}, trained a fixed budget (training-length control)", f"C{sweep.index(v)}", "none", marker="D", mfc="white")
+                     for c, v in length.items()])
     lo, hi = acc["count"].min(), acc["count"].max()
     claim_title(fig, "Claim 5, data diversity: exact match on the test scenarios and the collapse, against the number of seen names",
                 "one seed per run" if hi == 1 else f"mean ± 1 std over {lo if lo == hi else f'{lo}–{hi}'} seeds (error bars)")
@@ -290,18 +305,24 @@ def diversity_table(acc: pd.DataFrame, cos: pd.DataFrame, sweep: list) -> list:
     return lines
 
 # %% ../nbs/09a_figures.ipynb #83ed4c9d
-def diversity_claim(runs: Runs, sweep: list) -> ClaimFigure:
-    "Claim 5: exact match and the final unseen-row cosine against n_train, for the variants of `sweep`."
+def diversity_claim(runs: Runs, sweep: list, length: dict | None = None) -> ClaimFigure:
+    "Claim 5: exact match and the final unseen-row cosine against n_train, for the variants of `sweep`, and `length`'s controls."
     if not sweep: return absent_claim("diversity", "Claim 5, data diversity", ["a variant to sweep (figures.sweep)"])
     evals, final = in_sweep(runs.evals, sweep, runs.experiments), in_sweep(runs.final, sweep, runs.experiments)
     missing = runs.missing([f"{v}-n*" for v in sweep]) if evals["n_train"].nunique() < 2 else []
     if missing: return absent_claim("diversity", "Claim 5, data diversity", missing)
+    controls = {c: compared[0] for c, compared in (length or {}).items() if compared}   # control run -> the run it controls
+    as_control = lambda f: f[f["run"].isin(controls)].assign(variant=lambda d: d["run"])   # its own row, under its run's name
+    evals, final = pd.concat([evals, as_control(runs.evals)]), pd.concat([final, as_control(runs.final)])
     acc = over_seeds(evals, ["variant", "n_train", "scenario"], "exact_match")
     cos = over_seeds(final, ["variant", "n_train"], "cos_unseen_unembed")
     data = pd.concat([acc.assign(metric="exact_match"), cos.assign(metric="cos_unseen_unembed", scenario="final")], ignore_index=True)
     head = ("**Claim 5, data diversity** (`figures/diversity.png`): greedy exact match per scenario and the final "
-            "unseen-row cosine against the number of seen names, mean ± std over seeds.")
-    return ClaimFigure("diversity", diversity_plot(acc, cos, sweep), data, [head, "", *diversity_table(acc, cos, sweep), ""])
+            "unseen-row cosine against the number of seen names, mean ± std over seeds"
+            + (f"; {', '.join(controls)}: the training-length control, a fixed budget (results.length)." if controls else "."))
+    drawn = {c: v for c, v in controls.items() if v in sweep}
+    return ClaimFigure("diversity", diversity_plot(acc, cos, sweep, drawn), data,
+                       [head, "", *diversity_table(acc, cos, [*sweep, *drawn]), ""])
 
 # %% ../nbs/09a_figures.ipynb #47e7b7df
 def last_reset(experiments: dict, run: str) -> int | None:
