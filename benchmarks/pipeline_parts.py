@@ -15,14 +15,10 @@ from collections import defaultdict
 
 import yaml
 
+from fresh_clone import seconds   # unseen-repro's durations, read as fresh_clone.py reads them
+
 LINE = re.compile(r"\[(\d\d):(\d\d):(\d\d)\] (start|done)\s+(\S+)(?: in (\S+))?")
 HEADER = re.compile(r"^\d+ of \d+ stages to run")
-
-
-def seconds(duration: str) -> float:
-    "`1h02m`, `3m05s`, `4.2s` or `45s` in seconds."
-    units = {"h": 3600, "m": 60, "s": 1}
-    return sum(float(v) * units[u] for v, u in re.findall(r"([\d.]+)([hms])", duration))
 
 
 def read_log(text: str):
