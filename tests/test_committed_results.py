@@ -1,6 +1,7 @@
 "The committed result tables are what the results stage's code makes of the committed evaluations."
 from pathlib import Path
 
+import pytest
 import yaml
 
 from unseen.results import collect, write_comparisons, write_results
@@ -12,6 +13,21 @@ def _params():
     return yaml.safe_load((ROOT / "params.yaml").read_text())["results"]
 
 
+def test_every_committed_run_of_the_matrix_is_evaluated_with_its_seeds_and_redrawn():
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    more = params["matrix"]["more"]
+    every = collect(ROOT / "runs/eval")
+    seeds = every.groupby("run")["seed"].apply(set)
+    for run in more["experiments"]:   # the results table's rows and the full recipe's part: five seeds
+        assert seeds[run] == set(params["matrix"]["seeds"] + more["seeds"]), run
+    controls = {c for cs in params["results"]["controls"].values() for c in cs}
+    for run in controls | set(params["results"]["length"]):   # every control, evaluated and re-drawn
+        assert len(seeds[run]) >= 3, run
+        rows = every[(every["run"] == run) & every["scenario"].isin(["s2", "s3"])]
+        assert len(rows) and rows["redrawn_exact_match"].notna().all(), run
+
+
+@pytest.mark.slow   # about two minutes: the comparisons' intervals over every pair of runs
 def test_the_committed_tables_recompute_from_the_committed_evaluations(tmp_path):
     p = _params()
     every = collect(ROOT / "runs/eval")
