@@ -1,21 +1,15 @@
 "The committed result tables are what the results stage's code makes of the committed evaluations."
-from pathlib import Path
-
 import pytest
 import yaml
 
+from pipeline_helpers import ROOT
 from unseen.results import collect, write_comparisons, write_results
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _params():
-    return yaml.safe_load((ROOT / "params.yaml").read_text())["results"]
+PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
 
 
 def test_every_committed_run_of_the_matrix_is_evaluated_with_its_seeds_and_redrawn():
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    more = params["matrix"]["more"]
+    params, more = PARAMS, PARAMS["matrix"]["more"]
     every = collect(ROOT / "runs/eval")
     seeds = every.groupby("run")["seed"].apply(set)
     for run in more["experiments"]:   # the results table's rows and the full recipe's part: five seeds
@@ -27,9 +21,9 @@ def test_every_committed_run_of_the_matrix_is_evaluated_with_its_seeds_and_redra
         assert len(rows) and rows["redrawn_exact_match"].notna().all(), run
 
 
-@pytest.mark.slow   # about two minutes: the comparisons' intervals over every pair of runs
+@pytest.mark.slow   # seconds on a free core, minutes beside other work: the comparisons' intervals over every pair of runs
 def test_the_committed_tables_recompute_from_the_committed_evaluations(tmp_path):
-    p = _params()
+    p = PARAMS["results"]
     every = collect(ROOT / "runs/eval")
     runs = every[every["run"].isin(p["experiments"])]
     assert len(runs) >= 3 * len(p["experiments"])   # every row of the table has its seeds
