@@ -13,12 +13,13 @@ from scipy import stats
 from lifelines import KaplanMeierFitter, LogNormalAFTFitter, WeibullAFTFitter
 from lifelines.statistics import logrank_test
 from .figure_files import save_figure
-from .finetune_report import WORDS
+from .finetune_report import WORDS, fine_tuning_steps
 from .finetune_experiment import GridResult
 
 # %% auto #0
-__all__ = ['PRIMARY', 'ANSWER_METRICS', 'chance_crossing', 'secondary_threshold', 'crossing_intervals', 'kaplan_meier',
-           'plot_survival', 'time_ratio', 'logrank', 'survival_summary', 'survival_table', 'write_survival']
+__all__ = ['PRIMARY', 'SURVIVAL_TITLES', 'ANSWER_METRICS', 'chance_crossing', 'secondary_threshold', 'crossing_intervals',
+           'kaplan_meier', 'plot_survival', 'time_ratio', 'logrank', 'survival_summary', 'survival_table',
+           'write_survival']
 
 # %% ../nbs/08e_finetune_survival.ipynb #ca6ad672
 PRIMARY = {"metric": "derived_exact", "threshold": 0.6, "min_problems": 128}   # claim 8's primary endpoint
@@ -57,39 +58,52 @@ def kaplan_meier(iv: pd.DataFrame) -> dict:
     "A `lifelines` Kaplan-Meier (Turnbull) fit of the interval-censored steps per condition: {condition: fitter}."
     fits = {}
     for c, d in iv.groupby("condition", sort=False):
-        lower = d["lower"].clip(lower=1e-3)                        # crossed at the first evaluation: positive for the fitter
+        # lifelines reads an interval as closed; a crossing comes after the evaluation below it: steps lower+1 .. upper.
+        # With `lower` itself, runs crossing in (5, 10] and (10, 15] would share step 10 and their curve drop late.
         with np.errstate(divide="ignore", invalid="ignore"):      # the NPMLE takes log(0) where a probability reaches 0 or 1
-            fits[c] = KaplanMeierFitter(label=c).fit_interval_censoring(lower, d["upper"])
+            fits[c] = KaplanMeierFitter(label=c).fit_interval_censoring(d["lower"] + 1, d["upper"])
     return fits
 
 # %% ../nbs/08e_finetune_survival.ipynb #b373bd1a
-def _km_rows(d: pd.DataFrame) -> list:
-    "The Kaplan-Meier step function of one condition's intervals as (step, share not yet crossed); flat at 1 when none crossed."
+def _km_rows(d: pd.DataFrame, budget: float | None = None) -> list:
+    "The Kaplan-Meier step function of one condition's intervals as (step, share not yet crossed), each drop at the evaluation that saw it."
+    end = float(budget or d["lower"].max())
     if np.isinf(d["upper"]).all():                                 # no crossing: nothing to fit, the curve stays at 1
-        return [(0.0, 1.0), (float(d["lower"].max()), 1.0)]
-    sf = kaplan_meier(d)[d["condition"].iloc[0]].survival_function_.iloc[:, 0]   # the NPMLE's upper estimate
-    return [(0.0, 1.0)] + [(float(t), float(v)) for t, v in sf.items()]         # every run starts not yet there
+        return [(0.0, 1.0), (end, 1.0)]
+    c = d["condition"].iloc[0]
+    sf = kaplan_meier(d)[c].survival_function_[f"{c}_lower"]      # the NPMLE with each run's mass at the end of its interval
+    sf = sf[sf.index <= end]                                       # past the budget nothing is observed
+    return [(0.0, 1.0)] + [(float(t), float(v)) for t, v in sf.items()] + [(end, float(sf.iloc[-1]))]
 
-def plot_survival(iv: pd.DataFrame, budget: int | None = None):
-    "Kaplan-Meier curves per condition, one panel per endpoint (`metric`): the share of runs not yet there against steps (log scale): (figure, data)."
+SURVIVAL_TITLES = {"derived_exact": "the derived names right", "exact": "the whole target right"}   # an endpoint's panel
+
+def plot_survival(iv: pd.DataFrame, budget: int | None = None,
+                  conditions=None):  # their order and colours (C0, C1, ...): those of the learning curves; default iv's order
+    "Kaplan-Meier curves per condition, one panel per endpoint (`metric`): the share of runs not yet there against steps: (figure, data)."
     iv = iv if "metric" in iv else iv.assign(metric="threshold")
     metrics = list(dict.fromkeys(iv["metric"]))
-    fig, axes = plt.subplots(1, len(metrics), figsize=(6.2 * len(metrics), 4), sharey=True, squeeze=False)
-    colours = dict(zip(dict.fromkeys(iv["condition"]), plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3))
+    colours = {c: f"C{i}" for i, c in enumerate(conditions or dict.fromkeys(iv["condition"]))}
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics) + 0.6, 4.2), sharey=True, squeeze=False, constrained_layout=True)
     rows = []
     for ax, m in zip(axes.flat, metrics):
         d = iv[iv["metric"] == m]
-        for c, dc in d.groupby("condition", sort=False):
-            steps, share = zip(*_km_rows(dc))
-            ax.step(np.maximum(steps, 1), share, where="post", c=colours[c], label=f"{c} ({len(dc)})")  # step 0 on a log axis: at 1
-            rows += [{"metric": m, "condition": c, "step": t, "not_yet": v} for t, v in zip(steps, share)]
-        if budget: ax.axvline(budget, ls=":", c="grey", label=f"budget ({budget} steps)")
-        title = m + (f" ≥ {d['threshold'].iloc[0]}" if "threshold" in d else "")
-        ax.set(xscale="log", xlabel="optimiser steps", title=title, ylim=(-0.03, 1.03))
-        ax.legend(fontsize=7)
-    axes.flat[0].set_ylabel("share of runs not yet at the threshold")
-    fig.suptitle("steps to threshold: Kaplan-Meier (interval-censored; runs per condition in brackets)", fontsize=10)
-    fig.tight_layout()
+        for c in colours:
+            dc = d[d["condition"] == c]
+            if dc.empty: continue
+            steps, share = zip(*_km_rows(dc, budget))
+            ax.step(steps, share, where="post", c=colours[c], lw=1.6)
+            rows += [{"metric": m, "condition": c, "runs": len(dc), "step": t, "not_yet": v} for t, v in zip(steps, share)]
+        if budget: ax.axvline(budget, ls=":", c="grey")
+        title = SURVIVAL_TITLES.get(m, m) + (f" on ≥ {d['threshold'].iloc[0]:.0%}" if "threshold" in d else "")
+        ax.set(title=title + (" (primary)" if m == PRIMARY["metric"] and len(metrics) > 1 else ""), ylim=(-0.03, 1.03))
+        fine_tuning_steps(ax)
+    axes.flat[0].set_ylabel("share of runs not there yet")
+    runs = iv.groupby("condition")["seed"].nunique() if "seed" in iv else iv.groupby("condition").size() // len(metrics)
+    handles = [plt.Line2D([], [], color=col, label=f"{c} ({runs[c]} runs)") for c, col in colours.items() if c in runs]
+    if budget: handles.append(plt.Line2D([], [], color="grey", ls=":", label=f"budget ({budget:,} steps)"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6), frameon=False, fontsize=9)
+    fig.suptitle("Claim 8: steps until fine-tuning reaches an endpoint on held-out problems\n"
+                 "Kaplan-Meier per condition; a drop at the evaluation where runs crossed", fontsize=11)
     return fig, pd.DataFrame(rows)
 
 # %% ../nbs/08e_finetune_survival.ipynb #a688137f
@@ -168,6 +182,6 @@ def write_survival(out_dir, figures_dir, grid: GridResult) -> pd.DataFrame:
     table = survival_table(grid.log, endpoints, cfg.steps)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     iv.to_csv(out / "crossings.csv", index=False); table.to_csv(out / "survival.csv", index=False)
-    fig, data = plot_survival(iv, cfg.steps)
+    fig, data = plot_survival(iv, cfg.steps, conditions=list(dict.fromkeys(grid.log["condition"])))
     save_figure(fig, figures_dir, "finetune_steps", data, dpi=150, tight=True)
     return table
