@@ -190,7 +190,7 @@ class RunStore:
         except (OSError, ValueError): return None
         if saved.get("key") != self._key(c, seed):
             print(f"{path}: a run of other parameters or code: running it again"); return None
-        return pd.read_csv(path / "log.csv", keep_default_na=True), saved["row"]
+        return pd.read_csv(path / "log.csv", float_precision="round_trip"), saved["row"]   # the floats as run, to the last bit
 
     def clear(self):
         "Delete the stored runs (their folders only) and `root` once empty."
