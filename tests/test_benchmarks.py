@@ -101,7 +101,7 @@ def test_finetune_cost_estimate_reads_the_committed_runs():
     table = lambda out: {line.split()[0]: [float(v) for v in line.split()[1:]] for line in out.splitlines()
                          if line.split() and line.split()[0] in ("unused", "adjectives", "letters")}
     s, p = table(screened.stdout), table(plain.stdout)
-    assert s["unused"][5] > 5 * s["letters"][5]                              # seconds per seed
+    assert s["unused"][5] > 2 * max(s["letters"][5], s["adjectives"][5])    # seconds per seed: the reserved names cost most
     assert all(s[c][3] < p[c][3] for c in s) and all(s[c][1] == p[c][1] for c in s)   # fewer problems read, the same steps
     assert "core-minutes" in screened.stdout
 
