@@ -101,7 +101,7 @@ def plot_survival(iv: pd.DataFrame, budget: int | None = None,
     runs = iv.groupby("condition")["seed"].nunique() if "seed" in iv else iv.groupby("condition").size() // len(metrics)
     handles = [plt.Line2D([], [], color=col, label=f"{c} ({runs[c]} runs)") for c, col in colours.items() if c in runs]
     if budget: handles.append(plt.Line2D([], [], color="grey", ls=":", label=f"budget ({budget:,} steps)"))
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6), frameon=False, fontsize=9)
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 3 * len(metrics)), frameon=False, fontsize=9)
     fig.suptitle("Claim 8: steps until fine-tuning reaches an endpoint on held-out problems\n"
                  "Kaplan-Meier per condition; a drop at the evaluation where runs crossed", fontsize=11)
     return fig, pd.DataFrame(rows)
