@@ -197,9 +197,11 @@ def test_table_md_and_metrics_json_report_one_ratio(tmp_path):
                        "steps": [90, 100, 130, 10, 12, 14, 8, 10, 12], "pool_cosine_at": 0.5, "answer_acc_at": 0.5})
     runs = st[["condition", "seed"]].assign(pool=st["condition"], decollapse="", before_mean_pairwise_cosine=0.5,
                                             before_mean_pairwise_cosine_lo=0.4, before_mean_pairwise_cosine_hi=0.6,
-                                            after_mean_pairwise_cosine=0.5)
+                                            after_mean_pairwise_cosine=0.5, seconds=2.0)
     grid = GridResult(pd.DataFrame({"step": [0]}), runs, FinetuneConfig(steps=200, threshold=0.6), {"model": "planted"})
-    metrics = write_report(tmp_path, grid, st)["derived_exact"]["ratio_to_words"]
+    written = write_report(tmp_path, grid, st)
+    metrics = written["derived_exact"]["ratio_to_words"]
+    assert written["run_seconds"] == 18.0 and "the runs' own 18 s for 9 runs" in (tmp_path / "table.md").read_text()
     rows = [[c.strip() for c in line.strip().strip("|").split("|")]
             for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("| ")]
     table = {r[0]: dict(zip(rows[0], r)) for r in rows[1:]}
@@ -223,7 +225,7 @@ def test_survival_table_heads_the_report_and_metrics(tmp_path):
     st = steps_to_threshold(log, "derived_exact", 0.6, cfg.steps).assign(pool_cosine_at=0.5, answer_acc_at=0.5)
     runs = st[["condition", "seed"]].assign(pool=st["condition"], decollapse="", before_mean_pairwise_cosine=0.5,
                                             before_mean_pairwise_cosine_lo=0.4, before_mean_pairwise_cosine_hi=0.6,
-                                            after_mean_pairwise_cosine=0.5)
+                                            after_mean_pairwise_cosine=0.5, seconds=2.0)
     metrics = write_report(tmp_path, GridResult(log, runs, cfg, {"model": "planted"}), st, survival)
     md = (tmp_path / "table.md").read_text()
     assert md.index("## Time ratio to the words") < md.index("## Steps until")
