@@ -9,13 +9,13 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
 
 
 def test_every_committed_run_of_the_matrix_is_evaluated_with_its_seeds_and_redrawn():
-    params, more = PARAMS, PARAMS["matrix"]["more"]
+    more = PARAMS["matrix"]["more"]
     every = collect(ROOT / "runs/eval")
     seeds = every.groupby("run")["seed"].apply(set)
     for run in more["experiments"]:   # the results table's rows and the full recipe's part: five seeds
-        assert seeds[run] == set(params["matrix"]["seeds"] + more["seeds"]), run
-    controls = {c for cs in params["results"]["controls"].values() for c in cs}
-    for run in controls | set(params["results"]["length"]):   # every control, evaluated and re-drawn
+        assert seeds[run] == set(PARAMS["matrix"]["seeds"] + more["seeds"]), run
+    controls = {c for cs in PARAMS["results"]["controls"].values() for c in cs}
+    for run in controls | set(PARAMS["results"]["length"]):   # every control, evaluated and re-drawn
         assert len(seeds[run]) >= 3, run
         rows = every[(every["run"] == run) & every["scenario"].isin(["s2", "s3"])]
         assert len(rows) and rows["redrawn_exact_match"].notna().all(), run
