@@ -10,7 +10,7 @@
 # sample measured, about what one run beside fine-tuning pays), or the fine-tuning left at twice its rate.
 import json, sys
 from pathlib import Path
-import numpy as np, pandas as pd, yaml
+import numpy as np, pandas as pd
 
 here = Path(__file__).resolve().parent
 repo, clone = here.parents[2], Path(sys.argv[1])
