@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses, math, numbers, re
 
 # %% auto #0
-__all__ = ['INT_LIMIT', 'NAME', 'type_ok', 'check_value', 'check_finite', 'check_fields', 'check_names', 'check_name']
+__all__ = ['INT_LIMIT', 'NAME', 'BF16_KEYS', 'type_ok', 'check_value', 'check_finite', 'check_fields', 'check_names',
+           'check_name', 'native_bf16', 'slow_bf16']
 
 # %% ../nbs/00a_config.ipynb #9c341128
 _TYPES = {"int": (numbers.Integral,), "float": (numbers.Real,), "str": (str,), "bool": (bool,),
@@ -94,3 +95,23 @@ def check_name(key: str, name, fix: str = "params.yaml"):
     if not isinstance(name, str) or not NAME.fullmatch(name) or ".." in name:
         raise ValueError(f"{key}={name!r}: a name that becomes a path holds only letters, digits and _ . + - "
                          f"(no '/', '..' or leading '.'); rename it in {fix}")
+
+# %% ../nbs/00a_config.ipynb #b7f1d2a1
+def native_bf16(device: str = "cpu") -> bool:
+    "Whether `device` computes bfloat16 at full speed: a GPU, or a CPU with oneDNN's bf16 kernels (AVX-512 or AMX)."
+    if not str(device).startswith("cpu"): return True
+    import torch   # here only: the config checks above need no torch
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+# %% ../nbs/00a_config.ipynb #b7f1d2a3
+BF16_KEYS = (("base", "dtype"), ("finetune", "training", "dtype"))   # where params.yaml names a compute dtype
+
+def slow_bf16(params: dict, native: bool | None = None) -> list:
+    "The dotted keys of `params` that ask for bfloat16 on a CPU without native bfloat16 (`native`: None asks this machine)."
+    device = str((params.get("base") or {}).get("device", "cpu"))
+    if (native_bf16(device) if native is None else native): return []
+    def get(keys):
+        value = params
+        for k in keys: value = value.get(k) if isinstance(value, dict) else None
+        return value
+    return [".".join(keys) for keys in BF16_KEYS if get(keys) == "bfloat16"]

@@ -8,12 +8,15 @@ import argparse, json, os, re, shutil, subprocess, sys, tempfile, threading, tim
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+import yaml
+from .config import BF16_KEYS, slow_bf16
 from .progress import PROGRESS_ENV, read_progress
 
 # %% auto #0
 __all__ = ['DVC', 'FIRST', 'LOCK_ERRORS', 'NOTES', 'RESULTS', 'upstream', 'downstream', 'stage_name', 'is_target', 'pipeline_dag',
            'dvc_env', 'dvc_status', 'depth', 'repro_plan', 'StageRun', 'run_dag', 'log_path', 'repro_stage',
-           'progress_path', 'stage_env', 'report_progress', 'repro', 'working_copy', 'repro_profile', 'main']
+           'progress_path', 'stage_env', 'report_progress', 'repro', 'working_copy', 'with_dtype', 'repro_profile',
+           'slow_bf16_warning', 'main']
 
 # %% ../nbs/11_repro.ipynb #a313f5b6
 def upstream(dag: dict, names) -> set:
@@ -256,10 +259,24 @@ def working_copy(root, dest) -> Path:
         subprocess.run(cmd, cwd=dest, check=True, capture_output=True)
     return dest
 
+# %% ../nbs/11_repro.ipynb #c3a1e0b1
+def with_dtype(params_path, dtype: str) -> dict:
+    "Set every compute dtype (`BF16_KEYS`) of the parameters file at `params_path` to `dtype`, named in its base.mark too."
+    params = yaml.safe_load(Path(params_path).read_text())
+    for keys in BF16_KEYS:
+        section = params
+        for k in keys[:-1]: section = section.get(k) if isinstance(section, dict) else None
+        if isinstance(section, dict) and keys[-1] in section: section[keys[-1]] = dtype
+    base = params.get("base") or {}
+    if base.get("mark") and dtype not in base["mark"]: base["mark"] = f"{base['mark']}, {dtype}"
+    Path(params_path).write_text(yaml.safe_dump(params, sort_keys=False))   # the copy's own file: its comments may go
+    return params
+
 # %% ../nbs/11_repro.ipynb #44647807
 def repro_profile(profile: str,     # NAME of params-NAME.yaml beside params.yaml: smoke, paper
                   dest=None,        # the copy's folder, new or empty (default: a new temporary folder)
                   root=".",         # the repository to copy
+                  dtype=None,       # float32 | bfloat16: every compute dtype of the copy's parameters (None: as the profile has it)
                   **kwargs,         # for `repro`: targets, jobs, retries, retry_wait, progress, progress_every
                  ) -> tuple:
     "Run the pipeline with `params-PROFILE.yaml` as `params.yaml` in a copy of `root`: (the copy's folder, the `StageRun`s)."
@@ -272,14 +289,26 @@ def repro_profile(profile: str,     # NAME of params-NAME.yaml beside params.yam
     dest.mkdir(parents=True, exist_ok=True)
     working_copy(root, dest)
     shutil.copy(params, dest / "params.yaml")
-    print(f"profile {profile}: the pipeline with {params.name} in {dest} (this checkout's params.yaml and results stay as they are)")
+    if dtype: with_dtype(dest / "params.yaml", dtype)
+    print(f"profile {profile}: the pipeline with {params.name} in {dest} (this checkout's params.yaml and results stay as they are)"
+          + (f"; every compute dtype {dtype}" if dtype else ""))
     results = repro(root=dest, **kwargs)
     print(f"profile {profile}: figures in {dest / 'figures'}, tables and metrics in {dest / 'runs'}")
     return dest, results
 
+# %% ../nbs/11_repro.ipynb #c3a1e0b4
+def slow_bf16_warning(params: dict, profile: str | None = None, native: bool | None = None) -> str:
+    "One line naming the keys of `params` that ask for bfloat16 where this CPU emulates it, and the fix ('' if none)."
+    keys = slow_bf16(params, native)
+    if not keys: return ""
+    fix = f"add --dtype float32 to --profile {profile}" if profile else "set them to float32 in params.yaml"
+    return (f"unseen-repro: warning: {' and '.join(keys)} ask for bfloat16, which this CPU has no native instructions for: "
+            "on such a CPU a training step took about 10x and a fine-tuning step about 25x their float32 time "
+            f"(python benchmarks/dtype_cost.py measures it here); for float32, a different draw of the same recipe, {fix}")
+
 # %% ../nbs/11_repro.ipynb #f9d8832c
 def main(argv=None):
-    "Command line: `unseen-repro [-j N] [--profile NAME [--dir DIR]] [--retries N] [TARGET ...]`."
+    "Command line: `unseen-repro [-j N] [--profile NAME [--dir DIR] [--dtype D]] [--retries N] [TARGET ...]`."
     ap = argparse.ArgumentParser(prog="unseen-repro", description="Reproduce the DVC pipeline, several independent stages at a time.")
     ap.add_argument("targets", nargs="*", metavar="TARGET", help="stages (or a whole matrix, e.g. train) to bring up to date with their upstream; default: all")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="stages run at a time (default: 2)")
@@ -289,13 +318,20 @@ def main(argv=None):
     ap.add_argument("--progress-every", type=float, default=30.0, metavar="SECONDS", help="how often to print each running stage's progress (default: 30; 0: never)")
     ap.add_argument("--profile", metavar="NAME", help="run with params-NAME.yaml (smoke, paper) in a copy of the repository, leaving params.yaml and the results here untouched")
     ap.add_argument("--dir", metavar="DIR", help="with --profile: the copy's folder, new or empty (default: a new temporary folder)")
+    ap.add_argument("--dtype", choices=("float32", "bfloat16"), help="with --profile: every compute dtype of the copy's parameters "
+                    "(base.dtype, finetune.training.dtype); float32 on a CPU without native bfloat16")
     args = ap.parse_args(argv)
     from dvc.exceptions import DvcException
     if args.jobs < 1: ap.error("--jobs must be at least 1")
+    if args.dtype and not args.profile: ap.error("--dtype goes with --profile (a copy); for the pipeline here set base.dtype and "
+                                                 "finetune.training.dtype in params.yaml")
     from unseen.pipeline import check_matrix, load_params
     try:
         if Path("params.yaml").exists() and not args.profile: check_matrix(load_params())   # an empty matrix would be DVC's "stage not found"
-        run = (lambda **kw: repro_profile(args.profile, args.dir, **kw)[1]) if args.profile else repro
+        params_file = Path(f"params-{args.profile}.yaml" if args.profile else "params.yaml")
+        if params_file.exists() and args.dtype != "float32" and (warning := slow_bf16_warning(load_params(params_file), args.profile)):
+            print(warning, flush=True)
+        run = (lambda **kw: repro_profile(args.profile, args.dir, dtype=args.dtype, **kw)[1]) if args.profile else repro
         results = run(targets=args.targets or None, jobs=args.jobs, retries=args.retries, retry_wait=args.retry_wait,
                       progress=False if args.no_progress else None, progress_every=args.progress_every)
     except (ValueError, RuntimeError, DvcException) as e: sys.exit(f"unseen-repro: {e}")
