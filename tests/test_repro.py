@@ -153,3 +153,19 @@ def test_the_repository_lock_held_during_a_command_is_waited_for(tmp_path):
     holder.join()
     assert r.ok and r.attempts == 1, r.log.read_text()
     assert _status(root) == {}
+
+
+def test_bfloat16_on_a_cpu_that_emulates_it_is_warned_before_anything_runs(tmp_path, monkeypatch, capsys):
+    import unseen.config
+    (tmp_path / "params-look.yaml").write_text("base: {device: cpu, dtype: bfloat16}\nfinetune: {training: {dtype: bfloat16}}\n")
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    monkeypatch.setattr(repro_module, "repro_profile", lambda profile, dest, dtype=None, **kw: calls.append((profile, dtype)) or (dest, {}))
+    for native, argv, warned in [(False, [], True), (True, [], False), (False, ["--dtype", "float32"], False),
+                                 (False, ["--dtype", "bfloat16"], True)]:
+        monkeypatch.setattr(unseen.config, "native_bf16", lambda device="cpu", native=native: native)
+        main(["--profile", "look", *argv])
+        out = capsys.readouterr().out
+        assert ("base.dtype and finetune.training.dtype ask for bfloat16" in out) == warned, (native, argv, out)
+        assert ("add --dtype float32 to --profile look" in out) == warned
+    assert calls == [("look", None), ("look", None), ("look", "float32"), ("look", "bfloat16")]   # it runs all the same

@@ -303,7 +303,7 @@ def slow_bf16_warning(params: dict, profile: str | None = None, native: bool | N
     if not keys: return ""
     fix = f"add --dtype float32 to --profile {profile}" if profile else "set them to float32 in params.yaml"
     return (f"unseen-repro: warning: {' and '.join(keys)} ask for bfloat16, which this CPU has no native instructions for: "
-            "on such a CPU a training step took about 10x and a fine-tuning step about 25x their float32 time "
+            "on such a CPU a training step took about 8x and a fine-tuning step about 28x their float32 time "
             f"(python benchmarks/dtype_cost.py measures it here); for float32, a different draw of the same recipe, {fix}")
 
 # %% ../nbs/11_repro.ipynb #f9d8832c
