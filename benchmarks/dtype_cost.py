@@ -3,9 +3,9 @@
     python benchmarks/dtype_cost.py [--steps 30] [--finetune-steps 2] [--out DIR]
 
 params.yaml trains in bfloat16 (`base.dtype`, autocast) and fine-tunes Gemma 3 270M in pure bfloat16 weights
-(`finetune.training.dtype`): on a CPU with native bfloat16 instructions (AVX-512 BF16 or AMX, which oneDNN reports
-as bf16 support) that is faster than float32. Without them (AVX2 only: AMD Zen 2 and 3, Intel before Cooper Lake
-without AVX-512) every bfloat16 product is emulated. This prints which kind of CPU this is, then times, taking
+(`finetune.training.dtype`): on a CPU with native bfloat16 instructions (AVX-512 BF16 or AMX on x86,
+`unseen.config.native_bf16`) that is faster than float32. Without them (AVX2 only: AMD Zen 2 and 3, many
+cluster nodes) every bfloat16 product is emulated. This prints which kind of CPU this is, then times, taking
 turns so the ratio holds on a noisy machine:
 
     training     `unseen.train.step_function`, compiled as the pipeline runs it, from the same weights on the same
@@ -88,7 +88,7 @@ def main():
     torch.set_num_threads(1)
     params = yaml.safe_load(Path(args.params).read_text())
     native = native_bf16("cpu")
-    print(f"CPU: {torch.backends.cpu.get_cpu_capability()} kernels; native bfloat16 (oneDNN): {'yes' if native else 'no'}; 1 thread")
+    print(f"CPU: {torch.backends.cpu.get_cpu_capability()} kernels; native bfloat16 (AVX-512 BF16 or AMX on x86): {'yes' if native else 'no'}; 1 thread")
     train = training_steps(real_batches(args.data, args.steps + 1, 64))
     for dtype, (first, step) in train.items():
         print(f"training step     {dtype:9} {1000 * step:8.1f} ms  first step {first:5.1f} s")

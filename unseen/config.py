@@ -98,10 +98,12 @@ def check_name(key: str, name, fix: str = "params.yaml"):
 
 # %% ../nbs/00a_config.ipynb #b7f1d2a1
 def native_bf16(device: str = "cpu") -> bool:
-    "Whether `device` computes bfloat16 at full speed: a GPU, or a CPU with oneDNN's bf16 kernels (AVX-512 or AMX)."
+    "Whether `device` computes bfloat16 at full speed: a GPU, or a CPU with bfloat16 instructions (x86: AVX-512 BF16 or AMX)."
     if not str(device).startswith("cpu"): return True
-    import torch   # here only: the config checks above need no torch
-    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    import platform, torch   # here only: the config checks above need no torch
+    if platform.machine().lower() in ("x86_64", "amd64", "i686"):   # AVX-512 without BF16 has no bfloat16 products either
+        return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())   # ARM: what oneDNN reports
 
 # %% ../nbs/00a_config.ipynb #b7f1d2a3
 BF16_KEYS = (("base", "dtype"), ("finetune", "training", "dtype"))   # where params.yaml names a compute dtype
