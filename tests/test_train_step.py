@@ -1,5 +1,6 @@
 """The pipeline's training step (packed batches, fused AdamW, compiled in bfloat16): a rerun gives the same bytes, a killed
-run resumes to the whole run's bytes, and without a C++ compiler it runs eagerly after one line."""
+run resumes to the whole run's bytes, and without a C++ compiler it runs eagerly after one line. On a CPU without native
+bfloat16 the runs are float32, the dtype such a machine runs the pipeline in (docs/timing.md)."""
 import json, signal, subprocess, sys, time
 from pathlib import Path
 
@@ -7,6 +8,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from unseen.config import native_bf16
 from unseen.datasets import DataConfig, generate_datasets
 from unseen.train import compiled, target_loss
 
@@ -18,7 +20,7 @@ from unseen.train import TrainConfig, train
 torch.set_num_threads(1)
 model, iv = variant_settings("reset", dict(n_layer=2, d_model=64, n_head=4, d_mlp=128), {"reset_every": 70, "reset_quiet": None})
 cfg = TrainConfig(steps=200, batch_size=32, warmup=20, log_every=25, checkpoint_every=20, monitor_problems=16, schedule="cosine",
-                  lr=2e-3, min_lr_ratio=0.1, dtype="bfloat16", compile=True)
+                  lr=2e-3, min_lr_ratio=0.1, dtype=sys.argv[3], compile=True)
 train(sys.argv[1], sys.argv[2], ModelConfig(**model), iv, cfg, variant="reset", progress=False)
 """
 
@@ -31,7 +33,7 @@ def data(tmp_path_factory):
 
 
 def _run(data, out):
-    return subprocess.Popen([sys.executable, "-c", SCRIPT, str(data), str(out)])
+    return subprocess.Popen([sys.executable, "-c", SCRIPT, str(data), str(out), "bfloat16" if native_bf16() else "float32"])
 
 
 def _checkpoint_step(out: Path) -> int:
