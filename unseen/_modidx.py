@@ -500,6 +500,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'unseen.pipeline.pipeline_call': ('pipeline.html#pipeline_call', 'unseen/pipeline.py'),
                                  'unseen.pipeline.run_stage': ('pipeline.html#run_stage', 'unseen/pipeline.py'),
                                  'unseen.pipeline.set_key': ('pipeline.html#set_key', 'unseen/pipeline.py'),
+                                 'unseen.pipeline.slow_dtype_note': ('pipeline.html#slow_dtype_note', 'unseen/pipeline.py'),
                                  'unseen.pipeline.stage_notebook': ('pipeline.html#stage_notebook', 'unseen/pipeline.py'),
                                  'unseen.pipeline.stage_outputs': ('pipeline.html#stage_outputs', 'unseen/pipeline.py'),
                                  'unseen.pipeline.stage_parameters': ('pipeline.html#stage_parameters', 'unseen/pipeline.py'),

@@ -7,14 +7,14 @@ from __future__ import annotations
 import argparse, ast, contextlib, copy, fcntl, json, os, re, shutil, sys
 from pathlib import Path
 import yaml
-from .config import check_finite, check_name, check_value
+from .config import check_finite, check_name, check_value, native_bf16
 
 # %% auto #0
 __all__ = ['RUN_SETTINGS', 'EXPERIMENT_KEYS', 'BASE_CHECKS', 'SHARED', 'OUTPUT_DIRS', 'MARKER', 'NEVER', 'RUN_TIMES',
            'load_params', 'notebook_parameters', 'declared_parameters', 'deep_merge', 'set_key', 'check_matrix',
            'stage_parameters', 'pipeline_call', 'dvc_stage', 'stage_outputs', 'tracked_outputs', 'check_by_hand',
            'stage_notebook', 'declared_outputs', 'check_place', 'check_out_dir', 'output_dir', 'writing',
-           'strip_run_times', 'run_stage', 'parse_overrides', 'main']
+           'strip_run_times', 'slow_dtype_note', 'run_stage', 'parse_overrides', 'main']
 
 # %% ../nbs/10_pipeline.ipynb #29a1ab7f
 RUN_SETTINGS = ("threads", "isolate", "chunk_rows", "workers")   # how a stage runs (cores, processes, block size), not what it computes
@@ -340,6 +340,15 @@ def strip_run_times(path) -> Path:
     path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     return path
 
+# %% ../nbs/10_pipeline.ipynb #d4b2c7e1
+def slow_dtype_note(name: str, parameters: dict, native: bool | None = None) -> str:
+    "One line when stage `name`'s `parameters` compute in bfloat16 on a CPU without native bfloat16 ('' otherwise)."
+    training = parameters.get("training") if isinstance(parameters.get("training"), dict) else {}
+    if "bfloat16" not in (parameters.get("dtype"), training.get("dtype")): return ""
+    if (native_bf16(str(parameters.get("device", "cpu"))) if native is None else native): return ""
+    return (f"unseen-stage {name}: warning: bfloat16 on a CPU without native bfloat16 instructions: 8.4x a training step's "
+            "and 27.6x a fine-tuning step's float32 time on an AVX2 machine (docs/timing.md); set float32 in params.yaml")
+
 # %% ../nbs/10_pipeline.ipynb #72aab873
 def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | None = None, tag: str | None = None,
               progress=True) -> Path:
@@ -359,6 +368,7 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
     # so that any change to the list runs it, and it refuses the duplicate, as every matrix cell does
     if matrix or name == "generate": check_matrix(params)
     parameters = stage_parameters(name, params, defaults, overrides, matrix)
+    if note := slow_dtype_note(name, parameters): print(note, file=sys.stderr, flush=True)
     out = root / "runs" / "notebooks" / f"{name}{'-' + tag if tag else ''}.ipynb"
     # a run by hand elsewhere (-p out_dir=DIR) keeps its weights there too, unless -p weights_dir says otherwise
     weights_follow = "weights_dir" in defaults and "out_dir" in (overrides or {}) and "weights_dir" not in overrides
