@@ -18,6 +18,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'unseen.config.check_name': ('config.html#check_name', 'unseen/config.py'),
                                'unseen.config.check_names': ('config.html#check_names', 'unseen/config.py'),
                                'unseen.config.check_value': ('config.html#check_value', 'unseen/config.py'),
+                               'unseen.config.compute_dtypes': ('config.html#compute_dtypes', 'unseen/config.py'),
                                'unseen.config.native_bf16': ('config.html#native_bf16', 'unseen/config.py'),
                                'unseen.config.slow_bf16': ('config.html#slow_bf16', 'unseen/config.py'),
                                'unseen.config.type_ok': ('config.html#type_ok', 'unseen/config.py')},

@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses, math, numbers, re
 
 # %% auto #0
-__all__ = ['INT_LIMIT', 'NAME', 'BF16_KEYS', 'type_ok', 'check_value', 'check_finite', 'check_fields', 'check_names',
-           'check_name', 'native_bf16', 'slow_bf16']
+__all__ = ['INT_LIMIT', 'NAME', 'BF16_KEYS', 'BF16_COST', 'type_ok', 'check_value', 'check_finite', 'check_fields', 'check_names',
+           'check_name', 'native_bf16', 'compute_dtypes', 'slow_bf16']
 
 # %% ../nbs/00a_config.ipynb #9c341128
 _TYPES = {"int": (numbers.Integral,), "float": (numbers.Real,), "str": (str,), "bool": (bool,),
@@ -106,14 +106,20 @@ def native_bf16(device: str = "cpu") -> bool:
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())   # ARM: what oneDNN reports
 
 # %% ../nbs/00a_config.ipynb #b7f1d2a3
-BF16_KEYS = (("base", "dtype"), ("finetune", "training", "dtype"))   # where params.yaml names a compute dtype
+BF16_KEYS = ("base.dtype", "finetune.training.dtype")   # where params.yaml names a compute dtype
+BF16_COST = "on an AVX2 CPU a training step took 8.4x and a fine-tuning step 27.6x their float32 time (docs/timing.md)"
+
+def compute_dtypes(params: dict) -> dict:
+    "Dotted key -> value of each of `BF16_KEYS` that `params` sets."
+    found = {}
+    for key in BF16_KEYS:
+        value = params
+        for part in key.split("."): value = value.get(part) if isinstance(value, dict) else None
+        if value is not None: found[key] = value
+    return found
 
 def slow_bf16(params: dict, native: bool | None = None) -> list:
     "The dotted keys of `params` that ask for bfloat16 on a CPU without native bfloat16 (`native`: None asks this machine)."
     device = str((params.get("base") or {}).get("device", "cpu"))
     if (native_bf16(device) if native is None else native): return []
-    def get(keys):
-        value = params
-        for k in keys: value = value.get(k) if isinstance(value, dict) else None
-        return value
-    return [".".join(keys) for keys in BF16_KEYS if get(keys) == "bfloat16"]
+    return [key for key, value in compute_dtypes(params).items() if value == "bfloat16"]

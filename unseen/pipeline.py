@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, ast, contextlib, copy, fcntl, json, os, re, shutil, sys
 from pathlib import Path
 import yaml
-from .config import check_finite, check_name, check_value, native_bf16
+from .config import BF16_COST, check_finite, check_name, check_value, native_bf16
 
 # %% auto #0
 __all__ = ['RUN_SETTINGS', 'EXPERIMENT_KEYS', 'BASE_CHECKS', 'SHARED', 'OUTPUT_DIRS', 'MARKER', 'NEVER', 'RUN_TIMES',
@@ -346,8 +346,8 @@ def slow_dtype_note(name: str, parameters: dict, native: bool | None = None) -> 
     training = parameters.get("training") if isinstance(parameters.get("training"), dict) else {}
     if "bfloat16" not in (parameters.get("dtype"), training.get("dtype")): return ""
     if (native_bf16(str(parameters.get("device", "cpu"))) if native is None else native): return ""
-    return (f"unseen-stage {name}: warning: bfloat16 on a CPU without native bfloat16 instructions: 8.4x a training step's "
-            "and 27.6x a fine-tuning step's float32 time on an AVX2 machine (docs/timing.md); set float32 in params.yaml")
+    return (f"unseen-stage {name}: warning: bfloat16 on a CPU without native bfloat16 instructions: {BF16_COST}; "
+            "set float32 in params.yaml")
 
 # %% ../nbs/10_pipeline.ipynb #72aab873
 def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | None = None, tag: str | None = None,

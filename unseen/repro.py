@@ -9,7 +9,8 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 import yaml
-from .config import BF16_KEYS, slow_bf16
+from .config import BF16_COST, compute_dtypes, slow_bf16
+from .pipeline import set_key
 from .progress import PROGRESS_ENV, read_progress
 
 # %% auto #0
@@ -261,12 +262,9 @@ def working_copy(root, dest) -> Path:
 
 # %% ../nbs/11_repro.ipynb #c3a1e0b1
 def with_dtype(params_path, dtype: str) -> dict:
-    "Set every compute dtype (`BF16_KEYS`) of the parameters file at `params_path` to `dtype`, named in its base.mark too."
+    "Set each compute dtype (`BF16_KEYS`) the parameters file at `params_path` names to `dtype`, and say so in its base.mark."
     params = yaml.safe_load(Path(params_path).read_text())
-    for keys in BF16_KEYS:
-        section = params
-        for k in keys[:-1]: section = section.get(k) if isinstance(section, dict) else None
-        if isinstance(section, dict) and keys[-1] in section: section[keys[-1]] = dtype
+    for key in compute_dtypes(params): set_key(params, key, dtype)
     base = params.get("base") or {}
     if base.get("mark") and dtype not in base["mark"]: base["mark"] = f"{base['mark']}, {dtype}"
     Path(params_path).write_text(yaml.safe_dump(params, sort_keys=False))   # the copy's own file: its comments may go
@@ -303,8 +301,8 @@ def slow_bf16_warning(params: dict, profile: str | None = None, native: bool | N
     if not keys: return ""
     fix = f"add --dtype float32 to --profile {profile}" if profile else "set them to float32 in params.yaml"
     return (f"unseen-repro: warning: {' and '.join(keys)} ask for bfloat16, which this CPU has no native instructions for: "
-            "on such a CPU a training step took about 8x and a fine-tuning step about 28x their float32 time "
-            f"(python benchmarks/dtype_cost.py measures it here); for float32, a different draw of the same recipe, {fix}")
+            f"{BF16_COST}, and python benchmarks/dtype_cost.py measures it here; "
+            f"for float32, a different draw of the same recipe, {fix}")
 
 # %% ../nbs/11_repro.ipynb #f9d8832c
 def main(argv=None):
