@@ -15,7 +15,7 @@ turns so the ratio holds on a noisy machine:
                  without native bfloat16 a step takes minutes)
 
 The first training step of each (compilation, or inductor's on-disk cache) is printed apart. `--out DIR` writes
-the numbers as dtype-cost.json.
+the numbers as DIR/dtype-cost.json, a new file (an existing one stops it before anything runs).
 """
 import argparse, json, sys, time
 from pathlib import Path
@@ -85,6 +85,8 @@ def main():
     ap.add_argument("--finetune-steps", type=int, default=2, help="timed fine-tuning steps per dtype, after one untimed (0: none)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    out = Path(args.out) / "dtype-cost.json" if args.out else None
+    if out and out.exists(): ap.error(f"{out} exists: name another --out folder (this script writes only a new file)")
     torch.set_num_threads(1)
     params = yaml.safe_load(Path(args.params).read_text())
     native = native_bf16("cpu")
@@ -96,12 +98,12 @@ def main():
     tune = finetune_steps(params, args.finetune_steps) if args.finetune_steps else {}
     for dtype, s in tune.items(): print(f"fine-tuning step  {dtype:9} {s:8.2f} s")
     if tune: print(f"fine-tuning step  bfloat16 takes {tune['bfloat16'] / tune['float32']:.2f}x the float32 step")
-    if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
         row = {"cpu": torch.backends.cpu.get_cpu_capability(), "native_bf16": native, "training_steps": args.steps,
                "training_step_s": {d: s for d, (_, s) in train.items()}, "first_step_s": {d: f for d, (f, _) in train.items()},
                "finetune_steps": args.finetune_steps, "finetune_step_s": tune}
-        (Path(args.out) / "dtype-cost.json").write_text(json.dumps(row, indent=1) + "\n")
+        out.write_text(json.dumps(row, indent=1) + "\n")
 
 
 if __name__ == "__main__":
