@@ -436,6 +436,10 @@ def main(argv=None):
     ap.add_argument("--params", default="params.yaml", help="parameters file (default: params.yaml)")
     ap.add_argument("--tag", help="suffix of the executed notebook's name, e.g. a matrix cell")
     args = ap.parse_args(argv)
+    # papermill reaches jsonschema through nbformat, and jsonschema loads its optional IRI format checker, whose
+    # rfc3987_syntax compiles a grammar at import: about 2 s of every stage, for a format no notebook schema uses.
+    # None in sys.modules makes that import fail, and jsonschema goes on without the checker (only in this process).
+    sys.modules.setdefault("rfc3987_syntax", None)
     import papermill as pm
     from nbclient.exceptions import DeadKernelError
     failed = f"runs/notebooks/{args.name}{'-' + args.tag if args.tag else ''}.failed.ipynb"
