@@ -11,7 +11,7 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['MARK', 'DIGITS', 'ATOL', 'profile_mark', 'round_number', 'rounded', 'write_csv', 'write_json', 'snap_figure',
-           'save_figure']
+           'save_figure', 'saved_png']
 
 # %% ../nbs/00b_figure_files.ipynb #a1b2c3d5
 MARK = "UNSEEN_MARK"   # the environment variable that carries params' base.mark into a stage
@@ -108,3 +108,12 @@ def save_figure(fig, figures_dir, name: str, data: pd.DataFrame, dpi: int = 120,
         raise
     for partial, path in zip(partials, paths): partial.rename(path)
     return paths
+
+# %% ../nbs/00b_figure_files.ipynb #5a7e0c02
+def saved_png(fig, path, dpi: int = 110):
+    "Write `fig` to `path` as PNG and close it; return that PNG for the notebook to show (drawn once, not again inline)."
+    import matplotlib.pyplot as plt
+    from IPython.display import Image
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return Image(filename=str(path))
