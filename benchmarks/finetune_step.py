@@ -80,6 +80,8 @@ def main():
     ap.add_argument("--profile", action="store_true", help="print torch.profiler's table of 6 steps and one evaluation")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    json_out = Path(args.out) / "finetune-step.json" if args.out else None
+    if json_out and json_out.exists(): ap.error(f"{json_out} exists: name another --out folder (this script writes only a new file)")
     p = yaml.safe_load(Path(args.params).read_text())["finetune"]
     model = {"name": args.model, "source": args.model} if args.model else p["model"]
     training = {**p["training"], "threads": 1}
@@ -136,11 +138,11 @@ def main():
             with record_function("EVAL (chunks)"): score_held_out(net, rows, task, pool, cfg, chunks)
         print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=30))
     if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
+        json_out.parent.mkdir(parents=True, exist_ok=True)
         row = {"model": exp.name, "problems": n, "step_s": step_s, "encode_s": encode_s, "eval_s": eval_s,
                "scored": {k: out[k].get("scored", n) for k in out}, "metrics_equal": same,
                "new_over_old": {k: v / eval_s["reference"] for k, v in eval_s.items()}}
-        (Path(args.out) / "finetune-step.json").write_text(json.dumps(row, indent=1))
+        json_out.write_text(json.dumps(row, indent=1))
     if not same: raise SystemExit("the evaluations disagree: " + json.dumps({"reference": ref, "chunks": new}))
 
 

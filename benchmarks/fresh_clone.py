@@ -94,6 +94,9 @@ def main():
     ap.add_argument("--reference", type=Path, default=Path("."))
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
+    written = [args.out / n for n in ("variants.md", "stages.csv", "runs.csv", "runs.png")] if args.out else []
+    if taken := [str(p) for p in written if p.exists()]:
+        ap.error(f"{', '.join(taken)} {'exists' if len(taken) == 1 else 'exist'}: name another --out folder (this script writes only new files)")
     log = args.log.read_text()
     done, resumed = stages_done(log), stages_resumed(log)
     stages, runs = [], []
