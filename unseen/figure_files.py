@@ -11,7 +11,7 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['MARK', 'DIGITS', 'ATOL', 'profile_mark', 'round_number', 'rounded', 'write_csv', 'write_json', 'snap_figure',
-           'save_figure', 'saved_png']
+           'save_figure', 'shown', 'saved_png']
 
 # %% ../nbs/00b_figure_files.ipynb #a1b2c3d5
 MARK = "UNSEEN_MARK"   # the environment variable that carries params' base.mark into a stage
@@ -110,10 +110,14 @@ def save_figure(fig, figures_dir, name: str, data: pd.DataFrame, dpi: int = 120,
     return paths
 
 # %% ../nbs/00b_figure_files.ipynb #5a7e0c02
-def saved_png(fig, path, dpi: int = 110):
-    "Write `fig` to `path` as PNG and close it; return that PNG for the notebook to show (drawn once, not again inline)."
+def shown(fig, png):
+    "Close `fig` and return `png`, the file it was saved to, for the notebook to show (not drawn again inline)."
     import matplotlib.pyplot as plt
     from IPython.display import Image
-    fig.savefig(path, dpi=dpi)
     plt.close(fig)
-    return Image(filename=str(path))
+    return Image(filename=str(png))
+
+def saved_png(fig, path, dpi: int = 110):
+    "Write `fig` to `path` as PNG and close it; return that PNG for the notebook to show."
+    fig.savefig(path, dpi=dpi)
+    return shown(fig, path)
