@@ -85,7 +85,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'unseen.figure_files.round_number': ('figure_files.html#round_number', 'unseen/figure_files.py'),
                                      'unseen.figure_files.rounded': ('figure_files.html#rounded', 'unseen/figure_files.py'),
                                      'unseen.figure_files.save_figure': ('figure_files.html#save_figure', 'unseen/figure_files.py'),
-                                     'unseen.figure_files.saved_png': ('figure_files.html#saved_png', 'unseen/figure_files.py'),
                                      'unseen.figure_files.shown': ('figure_files.html#shown', 'unseen/figure_files.py'),
                                      'unseen.figure_files.snap_figure': ('figure_files.html#snap_figure', 'unseen/figure_files.py'),
                                      'unseen.figure_files.write_csv': ('figure_files.html#write_csv', 'unseen/figure_files.py'),

@@ -11,7 +11,7 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['MARK', 'DIGITS', 'ATOL', 'profile_mark', 'round_number', 'rounded', 'write_csv', 'write_json', 'snap_figure',
-           'save_figure', 'shown', 'saved_png']
+           'save_figure', 'shown']
 
 # %% ../nbs/00b_figure_files.ipynb #a1b2c3d5
 MARK = "UNSEEN_MARK"   # the environment variable that carries params' base.mark into a stage
@@ -116,8 +116,3 @@ def shown(fig, png):
     from IPython.display import Image
     plt.close(fig)
     return Image(filename=str(png))
-
-def saved_png(fig, path, dpi: int = 110):
-    "Write `fig` to `path` as PNG and close it; return that PNG for the notebook to show."
-    fig.savefig(path, dpi=dpi)
-    return shown(fig, path)
