@@ -8,8 +8,9 @@ so these add up over the pipeline's 52 stages. Each pair takes turns in one proc
     papermill import   `import papermill` in a fresh interpreter, as `unseen-stage` does it (jsonschema's
                        optional IRI checker, `rfc3987_syntax`, left out) against the plain import, which
                        compiles that checker's grammar
-    figure shown       a run's training figure written as PNG and shown in the notebook: `saved_png` (the
-                       notebook shows the file) against savefig and then the inline backend's own drawing
+    figure shown       a run's training figure written as PNG and shown in the notebook, as the train stage
+                       does it (closed, the notebook shows the file) against savefig and then the inline
+                       backend's own drawing of the figure left open
 
 and, for scale, what DVC pays after every stage to rewrite dvc.lock (`--lock`, default dvc.lock): a
 round-trip parse and a dump of the whole file, growing with every stage the lock records.
@@ -55,16 +56,19 @@ def main():
     import matplotlib; matplotlib.use("agg")
     import pandas as pd
     from IPython.core.pylabtools import print_figure
+    from IPython.display import Image
     from unseen.experiments import plot_training
-    from unseen.figure_files import saved_png
     log = pd.read_csv(args.log)
     with tempfile.TemporaryDirectory() as tmp:
         png = Path(tmp) / "training.png"
-        def inline():   # what the stage did before: savefig, and the inline backend draws the open figure again
+        def inline():   # savefig, and the inline backend draws the figure left open again
             fig = plot_training(log); fig.savefig(png, dpi=110); print_figure(fig, "png", bbox_inches="tight")
             matplotlib.pyplot.close(fig)
+        def once():     # the train stage: savefig, close, show the file
+            fig = plot_training(log); fig.savefig(png, dpi=110); matplotlib.pyplot.close(fig)
+            Image(filename=str(png))
         show(f"training figure of {args.log}, written and shown",
-             alternate({"savefig, then drawn inline": inline, "saved_png": lambda: saved_png(plot_training(log), png)}, args.repeats))
+             alternate({"savefig, then drawn inline": inline, "drawn once, the file shown": once}, args.repeats))
 
     from dvc.utils.serialize._yaml import parse_yaml_for_update
     from ruamel.yaml import YAML

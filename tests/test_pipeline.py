@@ -53,7 +53,7 @@ def test_the_smoke_profile_regenerates_every_figure_in_a_copy(tmp_path):
     before = {f: (ROOT / f).read_bytes() for f in ("params.yaml", "dvc.lock") if (ROOT / f).exists()}
     status = _run(["git", "status", "--porcelain", "--", "runs", "figures", "params.yaml", "dvc.lock"], ROOT).stdout
     copy = tmp_path / "smoke"
-    r = _run([str(BIN / "unseen-repro"), "--profile", "smoke", "--dir", str(copy), "-j", "2", "--progress-every", "1"], ROOT)
+    r = _run([str(BIN / "unseen-repro"), "--profile", "smoke", "--dir", str(copy), "-j", "3", "--progress-every", "1"], ROOT)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert f"figures in {copy / 'figures'}" in r.stdout and "dvc status: pipeline is up to date." in r.stdout, r.stdout[-2000:]
     assert {f: (ROOT / f).read_bytes() for f in before} == before          # the user's params.yaml and dvc.lock untouched
