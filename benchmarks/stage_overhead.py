@@ -39,6 +39,7 @@ def alternate(pairs: dict, repeats: int) -> dict:
 
 
 def show(title: str, medians: dict):
+    "Print the two medians of `medians` (the reference first) and the reference over the other."
     (ref, r), (new, n) = medians.items()
     print(f"{title}:\n  {ref:38s} {1e3 * r:7.0f} ms\n  {new:38s} {1e3 * n:7.0f} ms   {r / n:.2f}x as fast")
 
