@@ -1,4 +1,4 @@
-"""What every stage pays before and after its notebook's work: two costs `unseen-stage` avoids, each against the plain way.
+"""What every stage pays before and after its notebook's work: three costs `unseen-stage` avoids, each against the plain way.
 
     python benchmarks/stage_overhead.py [--log runs/train/standard-s0/log.csv] [--repeats 5]
 
@@ -11,6 +11,10 @@ so these add up over the pipeline's 52 stages. Each pair takes turns in one proc
     figure shown       a run's training figure written as PNG and shown in the notebook, as the train stage
                        does it (closed, the notebook shows the file) against savefig and then the inline
                        backend's own drawing of the figure left open
+    kernel exit        a kernel that imported torch and built an AdamW optimiser (which imports torch's
+                       compiler), as a train stage does, asked to shut down: started with
+                       `unseen.pipeline.KERNEL_ARGUMENTS` (the cycle collector frozen at exit) against a
+                       plain kernel
 
 and, for scale, what DVC pays after every stage to rewrite dvc.lock (`--lock`, default dvc.lock): a
 round-trip parse and a dump of the whole file, growing with every stage the lock records.
@@ -30,12 +34,15 @@ def timed(fn, repeats: int) -> list:
     return out
 
 
+def median(times: list) -> float: return sorted(times)[len(times) // 2]
+
+
 def alternate(pairs: dict, repeats: int) -> dict:
     "Each of `pairs`' functions timed `repeats` times, taking turns; name -> the median."
     times = {name: [] for name in pairs}
     for _ in range(repeats):
         for name, fn in pairs.items(): times[name] += timed(fn, 1)
-    return {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+    return {name: median(t) for name, t in times.items()}
 
 
 def show(title: str, medians: dict):
@@ -71,11 +78,23 @@ def main():
         show(f"training figure of {args.log}, written and shown",
              alternate({"savefig, then drawn inline": inline, "drawn once, the file shown": once}, args.repeats))
 
+    from jupyter_client.manager import KernelManager
+    from unseen.pipeline import KERNEL_ARGUMENTS
+    def kernel_exit(arguments):   # the seconds from asking the kernel to shut down to its process gone
+        km = KernelManager(kernel_name="python3"); km.start_kernel(extra_arguments=arguments)
+        kc = km.client(); kc.start_channels(); kc.wait_for_ready(timeout=60)
+        kc.execute_interactive("import torch; torch.optim.AdamW(torch.nn.Linear(4, 4).parameters());", timeout=120)
+        kc.stop_channels(); start = time.perf_counter(); km.shutdown_kernel(); return time.perf_counter() - start
+    exits = {"plain kernel": [], "frozen at exit (unseen-stage)": []}
+    for _ in range(args.repeats):
+        exits["plain kernel"].append(kernel_exit([])); exits["frozen at exit (unseen-stage)"].append(kernel_exit(KERNEL_ARGUMENTS))
+    show("kernel exit with torch and its compiler loaded", {name: median(t) for name, t in exits.items()})
+
     from dvc.utils.serialize._yaml import parse_yaml_for_update
     from ruamel.yaml import YAML
     text = Path(args.lock).read_text()
     def rewrite(): YAML().dump(parse_yaml_for_update(text, args.lock), io.StringIO())
-    t = sorted(timed(rewrite, args.repeats))[args.repeats // 2]
+    t = median(timed(rewrite, args.repeats))
     print(f"DVC's rewrite of {args.lock} after a stage ({len(text.splitlines()):,} lines): {1e3 * t:.0f} ms (round-trip parse and dump)")
 
 

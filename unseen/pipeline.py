@@ -11,10 +11,10 @@ from .config import BF16_COST, check_finite, check_name, check_value, native_bf1
 
 # %% auto #0
 __all__ = ['RUN_SETTINGS', 'EXPERIMENT_KEYS', 'BASE_CHECKS', 'SHARED', 'OUTPUT_DIRS', 'MARKER', 'NEVER', 'RUN_TIMES',
-           'load_params', 'notebook_parameters', 'declared_parameters', 'deep_merge', 'set_key', 'check_matrix',
-           'stage_parameters', 'pipeline_call', 'dvc_stage', 'stage_outputs', 'tracked_outputs', 'check_by_hand',
-           'stage_notebook', 'declared_outputs', 'check_place', 'check_out_dir', 'output_dir', 'writing',
-           'strip_run_times', 'slow_dtype_note', 'run_stage', 'parse_overrides', 'main']
+           'KERNEL_ARGUMENTS', 'load_params', 'notebook_parameters', 'declared_parameters', 'deep_merge', 'set_key',
+           'check_matrix', 'stage_parameters', 'pipeline_call', 'dvc_stage', 'stage_outputs', 'tracked_outputs',
+           'check_by_hand', 'stage_notebook', 'declared_outputs', 'check_place', 'check_out_dir', 'output_dir',
+           'writing', 'strip_run_times', 'slow_dtype_note', 'run_stage', 'parse_overrides', 'main']
 
 # %% ../nbs/10_pipeline.ipynb #29a1ab7f
 RUN_SETTINGS = ("threads", "isolate", "chunk_rows", "workers")   # how a stage runs (cores, processes, block size), not what it computes
@@ -349,6 +349,10 @@ def slow_dtype_note(name: str, parameters: dict, native: bool | None = None) -> 
     return (f"unseen-stage {name}: warning: bfloat16 on a CPU without native bfloat16 instructions: {BF16_COST}; "
             "set float32 in params.yaml")
 
+# %% ../nbs/10_pipeline.ipynb #6b1f0e22
+# no output: the trailing semicolon keeps the kernel from displaying register's return value
+KERNEL_ARGUMENTS = ["--IPKernelApp.exec_lines=__import__('atexit').register(__import__('gc').freeze);"]
+
 # %% ../nbs/10_pipeline.ipynb #72aab873
 def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | None = None, tag: str | None = None,
               progress=True) -> Path:
@@ -391,7 +395,8 @@ def run_stage(name: str, params_file="params.yaml", root=".", overrides: dict | 
         os.environ["UNSEEN_MARK"] = str((params.get("base") or {}).get("mark") or "")
         try:
             pm.execute_notebook(str(notebook), str(partial), parameters=parameters, cwd=str(root),
-                                kernel_name="python3", progress_bar=progress)
+                                kernel_name="python3", progress_bar=progress,
+                                extra_arguments=KERNEL_ARGUMENTS)
         except BaseException as e:
             if partial.exists(): partial.rename(failed)
             full = _write_error(e)
