@@ -51,21 +51,15 @@ def training_steps(batches) -> dict:
 
 def finetune_steps(params: dict, n: int) -> dict:
     "dtype -> mean seconds of `n` fine-tuning steps after one untimed, each dtype's model from the same GGUF, taking turns."
-    from unseen.finetune import task_token_ids
     from unseen.finetune_experiment import load_experiment, parse_conditions, prepare_conditions
-    from unseen.finetune_rows import TaskRows
-    from unseen.finetune_run import finetune_step
+    from unseen.finetune_run import finetune_step, trainable
     p, runs = params["finetune"], {}
     for dtype in DTYPES:
         exp = load_experiment(p["model"], {**p["training"], "threads": 1, "dtype": dtype}, p["problem"], p["n_names"], 8, 0,
                               "cpu", p.get("cache_dir", "~/.cache/unseen/finetune"))
         net, task, cfg = exp.model, exp.task, exp.cfg
         pool = prepare_conditions(exp.tokenizer, parse_conditions({"letters": {"pool": "letters"}}), task, task.seed)[0].pool
-        rows = TaskRows(net, task_token_ids(task, pool))
-        for q in net.parameters(): q.requires_grad_(True)
-        net.get_input_embeddings().weight.requires_grad_(False); net.get_output_embeddings().weight.requires_grad_(False)
-        trained = [q for q in net.parameters() if q.requires_grad] + list(rows.parameters())
-        opt = torch.optim.AdamW(trained, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, fused=True)
+        rows, trained, opt = trainable(net, task, pool, cfg)   # as `finetune` sets up a run
         runs[dtype] = lambda s, a=(net, rows, task, pool, opt, trained, cfg): finetune_step(*a[:6], a[6], s)
     torch.set_num_threads(1)
     seconds = dict.fromkeys(DTYPES, 0.0)

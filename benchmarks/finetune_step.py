@@ -29,9 +29,8 @@ import torch.nn.functional as F
 import yaml
 
 from unseen.finetune_experiment import load_experiment, parse_conditions, prepare_conditions
-from unseen.finetune import task_token_ids
-from unseen.finetune_rows import TaskRows, target_logits
-from unseen.finetune_run import METRICS, FinetuneConfig, _to, finetune_step, held_out_chunks, score_held_out
+from unseen.finetune_rows import target_logits
+from unseen.finetune_run import METRICS, FinetuneConfig, _to, finetune_step, held_out_chunks, score_held_out, trainable
 
 
 def reference_logits(model, rows, enc) -> tuple:
@@ -91,12 +90,7 @@ def main():
     torch.set_num_threads(1)
     net, task, cfg = exp.model, exp.task, exp.cfg
     pool = prepare_conditions(exp.tokenizer, parse_conditions({"letters": {"pool": "letters"}}), task, task.seed)[0].pool
-    rows = TaskRows(net, task_token_ids(task, pool)) if cfg.recipe == "rows" else None
-    for q in net.parameters(): q.requires_grad_(True)
-    if rows is not None:
-        net.get_input_embeddings().weight.requires_grad_(False); net.get_output_embeddings().weight.requires_grad_(False)
-    params = [q for q in net.parameters() if q.requires_grad] + (list(rows.parameters()) if rows is not None else [])
-    opt = torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, fused=True)
+    rows, params, opt = trainable(net, task, pool, cfg)   # as `finetune` sets up a run
     counter = iter(range(1, 10 ** 9))
 
     def step():   # the body of `finetune`'s loop

@@ -17,7 +17,7 @@ from .config import check_fields
 
 # %% auto #0
 __all__ = ['METRICS', 'RECIPES', 'PROBLEM_METRICS', 'target_counts', 'scores_of', 'target_scores', 'FinetuneConfig',
-           'held_out_chunks', 'score_held_out', 'rows_cosine', 'finetune_step', 'finetune']
+           'held_out_chunks', 'score_held_out', 'rows_cosine', 'trainable', 'finetune_step', 'finetune']
 
 # %% ../nbs/08b_finetune_run.ipynb #7e1edef8
 METRICS = ("loss", "derived_exact", "answer_acc", "exact", "var_acc")
@@ -149,6 +149,18 @@ def rows_cosine(model, rows: TaskRows | None, ids) -> float:
     W = rows.input_rows[rows.slot[ids.to(rows.slot.device)]] if rows is not None else model.get_input_embeddings().weight[ids]
     return mean_pairwise_cosine(W.detach().double().cpu())
 
+# %% ../nbs/08b_finetune_run.ipynb #3c9d2a71
+def trainable(model, task: Task, pool: Pool, cfg: FinetuneConfig) -> tuple:
+    "What a run trains, as (rows, params, optimiser): the body, and the task rows (recipe rows) or the embedding."
+    rows = TaskRows(model, task_token_ids(task, pool)) if cfg.recipe == "rows" else None
+    for p in model.parameters(): p.requires_grad_(True)
+    if rows is not None:
+        model.get_input_embeddings().weight.requires_grad_(False)
+        model.get_output_embeddings().weight.requires_grad_(False)
+    params = [p for p in model.parameters() if p.requires_grad] + (list(rows.parameters()) if rows is not None else [])
+    opt = torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, fused=True)  # fused: 3x faster on CPU
+    return rows, params, opt
+
 # %% ../nbs/08b_finetune_run.ipynb #1f7b1e36
 def finetune_step(model, rows, task, pool, opt, params: list, cfg, step: int) -> float:
     "One optimiser step of fine-tuning on batch `step` of `task` with names from `pool`: the loss at the targets, clipped, AdamW at `cfg.lr_at(step)`."
@@ -172,14 +184,7 @@ def finetune(model, # a causal LM, weights in cfg.dtype on cfg.device: trained i
     "Fine-tune `model` on `task` named by `pool`; the log: one row per evaluation (step 0 first)."
     torch.set_num_threads(cfg.threads)
     task = dataclasses.replace(task, seed=seed)
-    rows = TaskRows(model, task_token_ids(task, pool)) if cfg.recipe == "rows" else None
-    for p in model.parameters(): p.requires_grad_(True)
-    if rows is not None:
-        model.get_input_embeddings().weight.requires_grad_(False)
-        model.get_output_embeddings().weight.requires_grad_(False)
-    body = [p for p in model.parameters() if p.requires_grad]
-    params = body + (list(rows.parameters()) if rows is not None else [])
-    opt = torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, fused=True)  # fused: 3x faster on CPU
+    rows, params, opt = trainable(model, task, pool, cfg)
     log, start, scored = [], time.time(), set(cfg.eval_steps())
     chunks, endpoints, crossed = held_out_chunks(task, pool, cfg), cfg.endpoints(), set()   # held-out problems encoded once
     def record(step, train_loss):
