@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pipeline_helpers import _copy_working_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,12 +48,14 @@ def test_the_lemma_stage_notebook_is_the_same_file_on_other_kernels(tmp_path):
     if yaml.safe_load((ROOT / "params.yaml").read_text())["base"].get("mark"):
         pytest.skip("params.yaml is a profile's, not the committed results'")
     stage = str(Path(sys.executable).parent / "unseen-stage")
+    repo = tmp_path / "repo"   # a copy: the executed notebooks land in its runs/notebooks, not in this checkout's
+    _copy_working_tree(repo)
     notebooks = []
     for name, kernels in {"native": {}, **KERNELS}.items():
         where = tmp_path / name
         args = [stage, "lemma", "-p", f"out_dir={where}/runs", "-p", f"figures_dir={where}/figures", "--tag", f"t48{name}"]
-        subprocess.run(args, cwd=ROOT, env={**os.environ, **kernels}, check=True, capture_output=True)
-        executed = ROOT / f"runs/notebooks/lemma-t48{name}.ipynb"
+        subprocess.run(args, cwd=repo, env={**os.environ, **kernels}, check=True, capture_output=True)
+        executed = repo / f"runs/notebooks/lemma-t48{name}.ipynb"
         # the notebook names its own out_dir and tag: those differ by construction, nothing else may
         notebooks.append(executed.read_text().replace(str(where), "WHERE").replace(f"t48{name}", "TAG"))
         executed.unlink()
