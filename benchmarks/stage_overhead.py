@@ -37,11 +37,11 @@ def timed(fn, repeats: int) -> list:
 def median(times: list) -> float: return sorted(times)[len(times) // 2]
 
 
-def alternate(pairs: dict, repeats: int) -> dict:
-    "Each of `pairs`' functions timed `repeats` times, taking turns; name -> the median."
+def alternate(pairs: dict, repeats: int, self_timed: bool = False) -> dict:
+    "Each of `pairs`' functions run `repeats` times, taking turns, timed (or, `self_timed`, returning its seconds); name -> the median."
     times = {name: [] for name in pairs}
     for _ in range(repeats):
-        for name, fn in pairs.items(): times[name] += timed(fn, 1)
+        for name, fn in pairs.items(): times[name] += [fn()] if self_timed else timed(fn, 1)
     return {name: median(t) for name, t in times.items()}
 
 
@@ -85,10 +85,9 @@ def main():
         kc = km.client(); kc.start_channels(); kc.wait_for_ready(timeout=60)
         kc.execute_interactive("import torch; torch.optim.AdamW(torch.nn.Linear(4, 4).parameters());", timeout=120)
         kc.stop_channels(); start = time.perf_counter(); km.shutdown_kernel(); return time.perf_counter() - start
-    exits = {"plain kernel": [], "frozen at exit (unseen-stage)": []}
-    for _ in range(args.repeats):
-        exits["plain kernel"].append(kernel_exit([])); exits["frozen at exit (unseen-stage)"].append(kernel_exit(KERNEL_ARGUMENTS))
-    show("kernel exit with torch and its compiler loaded", {name: median(t) for name, t in exits.items()})
+    show("kernel exit with torch and its compiler loaded",
+         alternate({"plain kernel": lambda: kernel_exit([]),
+                    "frozen at exit (unseen-stage)": lambda: kernel_exit(KERNEL_ARGUMENTS)}, args.repeats, self_timed=True))
 
     from dvc.utils.serialize._yaml import parse_yaml_for_update
     from ruamel.yaml import YAML
