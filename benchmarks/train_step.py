@@ -5,7 +5,7 @@
 
 The pipeline's model (params.yaml: d_model 64, 2 layers, 4 heads of 32, 1,110 names) takes AdamW steps
 on real batches of the task (lengths as generated: `--data`, or 20,000 problems generated here from
-params.yaml's `generate` section), bf16 autocast, one thread on a CPU. Five steps take turns on the
+params.yaml's `generate` section), bf16 autocast, one thread on a CPU. Seven steps take turns on the
 same batches, each adding one change to the one before, so every ratio is against the reference
 measured in the same loop (machines here are noisy: the ratio is what counts):
 
@@ -13,23 +13,29 @@ measured in the same loop (machines here are noisy: the ratio is what counts):
     + matmul     attention as two batched matrix products in bf16 (`unseen.model.attend`)
     + packing    per-token layers on the real tokens only (`unseen.model.Packing`, `unseen.train.packed_batch`)
     + fused      AdamW's fused kernel (`unseen.train.build_optimizer`)
-    + compile    the loss and its gradient under torch.compile, dynamic shapes (`unseen.train.compiled`): the pipeline's step
+    + compile    the loss and its gradient under torch.compile, dynamic shapes (`unseen.train.compiled`)
+    + scatter    the packed rows put back in the padded layout by writing them into place (`unseen.model.Packing.pad`),
+                 not by a gather whose gradient is a scatter-add: the same bytes as `+ compile`
+    + pick       the loss as the targets' log-probabilities picked out (`unseen.train.target_loss`), not
+                 `F.cross_entropy`, whose compiled backward compares every row with every name: the same bytes
+                 again, and the pipeline's step
 
 The first compiled step's time (compilation, or a hit in inductor's on-disk cache) is printed apart.
 `--seq N` draws random token batches of N tokens instead (every row full: no packing gain), for sizes
 with no dataset here.
 """
 import argparse, contextlib, math, tempfile, time
+from dataclasses import dataclass
 from unittest import mock
 
 import torch
 import torch.nn.functional as F
 
 import unseen.model
-from unseen.model import ModelConfig, Transformer
-from unseen.train import TrainConfig, batch_at, build_optimizer, compiled, packed_batch, target_loss
+from unseen.model import ModelConfig, Packing, Transformer
+from unseen.train import ANSWERS, TrainConfig, batch_at, build_optimizer, compiled, packed_batch, target_loss
 
-VARIANTS = ("reference", "+ matmul", "+ packing", "+ fused", "+ compile")
+VARIANTS = ("reference", "+ matmul", "+ packing", "+ fused", "+ compile", "+ scatter", "+ pick")
 
 
 def sdpa_attend(q, k, v, is_causal: bool):
@@ -37,6 +43,31 @@ def sdpa_attend(q, k, v, is_causal: bool):
     if q.device.type != "cpu" or not torch.is_autocast_enabled("cpu"): return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
     with torch.autocast("cpu", enabled=False):
         return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=is_causal).to(q.dtype)
+
+
+@dataclass
+class GatherPacking(Packing):
+    "A `Packing` put back in the padded layout by a gather: each position's row among the N, or a row of zeros."
+    rows: torch.Tensor | None = None    # (B*T,) each position's row among the N, or N (the row of zeros)
+
+    @classmethod
+    def of_packing(cls, packing: Packing) -> "GatherPacking":
+        rows = torch.full((packing.shape[0] * packing.shape[1],), len(packing.keep), dtype=torch.long, device=packing.keep.device)
+        rows[packing.keep] = torch.arange(len(packing.keep), device=packing.keep.device)
+        return cls(packing.keep, packing.shape, rows)
+
+    def pad(self, x):
+        return torch.cat([x, x.new_zeros(1, *x.shape[1:])])[self.rows].view(*self.shape, *x.shape[1:])
+
+
+def cross_entropy_loss(model, inputs, labels, answer_weight: float = 1.0, at=None, packing: Packing | None = None):
+    "`unseen.train.target_loss` by `F.cross_entropy`, as before `+ pick`."
+    if at is None: at = (labels != -100).flatten().nonzero()[:, 0]
+    targets = labels.flatten()[at]
+    logits = model(inputs, at=at) if packing is None else model(inputs, at=at, packing=packing)
+    weight = (targets != -100).float()
+    if answer_weight != 1: weight = weight * (1 + (answer_weight - 1) * torch.isin(targets, ANSWERS.to(targets.device)).float())
+    return (F.cross_entropy(logits.float(), targets, reduction="none") * weight).sum() / weight.sum(), logits
 
 
 def sync(device: str):
@@ -68,11 +99,14 @@ def make_step(variant: str, cfg: ModelConfig, device: str, autocast):
     opt = build_optimizer(model, TrainConfig(device=device)) if level >= 3 else torch.optim.AdamW(
         [{"params": [p for p in model.parameters() if p.ndim >= 2], "weight_decay": 0.1},
          {"params": [p for p in model.parameters() if p.ndim < 2], "weight_decay": 0.0}], lr=3e-3, betas=(0.9, 0.95))
-    loss_of = compiled(target_loss) if level >= 4 else target_loss
+    loss = target_loss if level >= 6 else cross_entropy_loss
+    loss_of = compiled(loss) if level >= 4 else loss
     attention = unseen.model.attend if level >= 1 else sdpa_attend
     def step(inputs, labels):
         with mock.patch.object(unseen.model, "attend", attention), autocast:
-            if level >= 2: loss, _ = loss_of(model, inputs, labels, 1.0, *packed_batch(inputs, labels)[::-1])
+            if level >= 2:
+                packing, at = packed_batch(inputs, labels)
+                loss, _ = loss_of(model, inputs, labels, 1.0, at, packing if level >= 5 else GatherPacking.of_packing(packing))
             else: loss, _ = loss_of(model, inputs, labels, 1.0)                       # the padded batch
         opt.zero_grad(set_to_none=True); loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -145,11 +179,12 @@ def main():
     print(f"model: {Transformer(cfg).n_params():,} parameters, d_model {args.d_model}, {args.layers} layers, {args.heads} heads; "
           f"batch {args.batch}, {'random' if args.seq else 'task'} batches ({real:.0%} of a padded batch are tokens), "
           f"{args.dtype}, {device if device.startswith('cuda') else '1 thread'}, {args.steps} timed steps")
-    ref = elapsed["reference"]
-    for name in steps:
+    ref, names = elapsed["reference"], list(steps)
+    for before, name in zip([None] + names, names):
         drift = max(abs(a - b) for a, b in zip(losses[name], losses["reference"]))
+        same = "; the same losses as the line above" if before and losses[name] == losses[before] else ""
         print(f"{name:<12}{1000 * elapsed[name] / args.steps:8.1f} ms a step  {ref / elapsed[name]:5.2f}x the reference  "
-              f"first step {first[name]:6.1f} s  loss at most {drift:.1e} from the reference's")
+              f"first step {first[name]:6.1f} s  loss at most {drift:.1e} from the reference's{same}")
     print(f"target tokens per second, the last: {tokens / elapsed[list(steps)[-1]]:,.0f}")
 
 

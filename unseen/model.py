@@ -123,7 +123,6 @@ def attend(q, k, v, is_causal: bool):
 class Packing:
     "The real tokens of a padded batch (B, T): per-token layers run on these N only; attention pads them back."
     keep: torch.Tensor     # (N,) positions in the flattened batch (B*T) that are computed, ascending
-    rows: torch.Tensor     # (B*T,) each position's row among the N, or N (a row of zeros) for one not computed
     shape: tuple           # (B, T)
 
     @classmethod
@@ -132,9 +131,7 @@ class Packing:
         inside = (torch.arange(T, device=lengths.device)[None] < lengths[:, None]).flatten()   # (B*T,)
         n = min(multiple * math.ceil(int(inside.sum()) / multiple), inside.numel())
         keep = torch.cat([inside.nonzero()[:, 0], (~inside).nonzero()[:n - int(inside.sum()), 0]]).sort().values
-        rows = torch.full((inside.numel(),), n, dtype=torch.long, device=lengths.device)
-        rows[keep] = torch.arange(n, device=lengths.device)
-        return cls(keep, rows, (len(lengths), T))
+        return cls(keep, (len(lengths), T))
 
     def unpad(self, x):
         "(B, T, ...) -> (N, ...): the computed positions."
@@ -142,7 +139,9 @@ class Packing:
 
     def pad(self, x):
         "(N, ...) -> (B, T, ...), zeros where nothing was computed."
-        return torch.cat([x, x.new_zeros(1, *x.shape[1:])])[self.rows].view(*self.shape, *x.shape[1:])
+        # written into place, so that the gradient is a gather of N rows (a gather here would make it a scatter-add)
+        padded = x.new_zeros(self.shape[0] * self.shape[1], *x.shape[1:]).index_put((self.keep,), x)
+        return padded.view(*self.shape, *x.shape[1:])
 
 # %% ../nbs/02_model.ipynb #a9dd808a
 class CausalSelfAttention(nn.Module):
