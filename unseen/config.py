@@ -107,7 +107,7 @@ def native_bf16(device: str = "cpu") -> bool:
 
 # %% ../nbs/00a_config.ipynb #b7f1d2a3
 BF16_KEYS = ("base.dtype", "finetune.training.dtype")   # where params.yaml names a compute dtype
-BF16_COST = "on an AVX2 CPU a training step took 8.4x and a fine-tuning step 27.6x their float32 time (docs/timing.md)"
+BF16_COST = "on an AVX2 CPU a training step took 8.4-10x and a fine-tuning step 27.6x their float32 time (docs/timing.md)"
 
 def compute_dtypes(params: dict) -> dict:
     "Dotted key -> value of each of `BF16_KEYS` that `params` sets."
