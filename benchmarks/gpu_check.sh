@@ -26,9 +26,12 @@ paper_seq=$(python3 -c "from benchmarks.paper_smoke import padded_length; from u
 p = load_params('$PARAMS'); print(padded_length(p, p['train']['training']['batch_size']))" 2>>"$OUT/stderr.txt" || echo 99)
 paper_vocab=$(python3 -c "from unseen.tokens import Vocab; from unseen.pipeline import load_params
 p = load_params('$PARAMS'); print(len(Vocab(p['base']['n_train'], p['generate']['n_unseen'])))" 2>>"$OUT/stderr.txt" || echo 12110)
-{ run 60 benchmarks/train_step.py --device cuda --steps 30 --dtype bfloat16 --d-model 768 --layers 10 --heads 12 --head-dim 0 --batch 256
+# one compiled variant, the pipeline's step (each compilation costs seconds of the window)
+variants=("+ matmul" "+ packing" "+ fused" "+ pick")
+{ run 60 benchmarks/train_step.py --device cuda --steps 30 --dtype bfloat16 --d-model 768 --layers 10 --heads 12 --head-dim 0 --batch 256 \
+      --variants "${variants[@]}"
   run 75 benchmarks/train_step.py --device cuda --steps 30 --dtype bfloat16 --d-model 768 --layers 9 --heads 12 --head-dim 0 --batch 256 \
-      --seq "$paper_seq" --vocab "$paper_vocab"
+      --seq "$paper_seq" --vocab "$paper_vocab" --variants "${variants[@]}"
 } | tee "$OUT/bench.txt"
 run 100 benchmarks/paper_smoke.py --params "$PARAMS" --share 1 2 4 --share-steps 60 --out "$OUT" | tee "$OUT/share.txt"
 run 220 benchmarks/paper_smoke.py --params "$PARAMS" --steps "$SMOKE_STEPS" --runs standard freeze --out runs/smoke | tee "$OUT/smoke.txt"
