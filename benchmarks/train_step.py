@@ -99,8 +99,8 @@ def make_step(variant: str, cfg: ModelConfig, device: str, autocast):
     opt = build_optimizer(model, TrainConfig(device=device)) if level >= 3 else torch.optim.AdamW(
         [{"params": [p for p in model.parameters() if p.ndim >= 2], "weight_decay": 0.1},
          {"params": [p for p in model.parameters() if p.ndim < 2], "weight_decay": 0.0}], lr=3e-3, betas=(0.9, 0.95))
-    loss = target_loss if level >= 6 else cross_entropy_loss
-    loss_of = compiled(loss) if level >= 4 else loss
+    loss_fn = target_loss if level >= 6 else cross_entropy_loss
+    loss_of = compiled(loss_fn) if level >= 4 else loss_fn
     attention = unseen.model.attend if level >= 1 else sdpa_attend
     def step(inputs, labels):
         with mock.patch.object(unseen.model, "attend", attention), autocast:
