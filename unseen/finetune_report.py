@@ -172,9 +172,9 @@ def write_report(out_dir, grid: GridResult, st: pd.DataFrame,
     log, runs, cfg, info = grid.log, grid.runs, grid.cfg, grid.info
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     log.to_csv(out / "log.csv", index=False); runs.to_csv(out / "runs.csv", index=False); st.to_csv(out / "thresholds.csv", index=False)
-    endpoints = cfg.endpoints()
+    endpoints, run_seconds = cfg.endpoints(), float(runs["seconds"].sum())
     metrics = {"model": info.get("model"), "wall_seconds": round(info.get("seconds", float("nan")), 1),
-               "run_seconds": round(float(runs["seconds"].sum()), 1), "budget_steps": cfg.steps,
+               "run_seconds": round(run_seconds, 1), "budget_steps": cfg.steps,
                "threshold": f"{cfg.threshold_metric} >= {cfg.threshold}",
                "endpoints": {m: {"threshold": t, "primary": m == cfg.threshold_metric} for m, t in endpoints.items()}}
     head = []
@@ -207,7 +207,7 @@ def write_report(out_dir, grid: GridResult, st: pd.DataFrame,
           "", *head, *tables,
           f"Recipe: {RECIPE_TEXT[cfg.recipe].format(dtype=cfg.dtype)}; lr {cfg.lr} (warm-up {cfg.warmup}, then constant), "
           f"betas {list(cfg.betas)}, weight decay {cfg.weight_decay}, grad clip {cfg.grad_clip}, {cfg.threads} thread(s) on {cfg.device}.",
-          f"Time: the runs' own {runs['seconds'].sum():,.0f} s for {len(runs)} runs, one core each; this sitting of the stage "
+          f"Time: the runs' own {run_seconds:,.0f} s for {len(runs)} runs, one core each; this sitting of the stage "
           f"{info.get('seconds', float('nan')):,.0f} s wall (load {info.get('load_seconds', float('nan')):.0f} s; "
           "runs finished in an earlier sitting are read back from the stage's run store).",
           "Pool cosine: mean pairwise cosine of the names' input-embedding rows (`unseen.gemma_stats.set_statistics`, "
