@@ -272,6 +272,9 @@ class Transformer(nn.Module):
         if cfg.tied: self.lm_head.weight = self.wte.weight        # one matrix: embedding and unembedding
         self.copy = CopyHead(cfg) if cfg.copy != "none" else None
         self.resid_final = None
+        # a tensor, so that the compiled loss takes the scale as an input: as a constant (every Python float is one under
+        # `unseen.train.compiled`) it gives a bfloat16 step other numbers
+        self.register_buffer("input_scale", torch.tensor(float(cfg.input_scale), dtype=torch.float32), persistent=False)
         self.apply(self._init)
         init_embeddings(self.wte.weight, cfg.embed_init, cfg.embed_scale)
         if not cfg.tied: init_embeddings(self.lm_head.weight, cfg.embed_init, cfg.embed_scale)
@@ -299,7 +302,7 @@ class Transformer(nn.Module):
             raise ValueError("a packed batch is for training: no cache, no record, no identity attention")
         pos = torch.arange(offset, offset + T, device=idx.device).expand(B, T)   # (B, T)
         if packing is not None: idx, pos = packing.unpad(idx), packing.unpad(pos)  # (N,): the real tokens only
-        x = self.wte(idx) * self.cfg.input_scale                                 # (B, T, C) or (N, C)
+        x = self.wte(idx) * self.input_scale                                     # (B, T, C) or (N, C)
         if self.cfg.positions == "learned": x = x + self.wpe(pos)
         if self.cfg.positions == "sinusoidal": x = x + self.wpe_table[pos]
         for i, block in enumerate(self.blocks):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_train.ipynb #e6404ba0
 from __future__ import annotations
-import contextlib, csv, dataclasses, hashlib, json, math, os, shutil
+import contextlib, csv, dataclasses, functools, hashlib, json, math, os, shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -121,7 +121,7 @@ def target_loss(model, inputs, labels, answer_weight: float = 1.0, at=None, pack
 
 # %% ../nbs/04_train.ipynb #fe80d935
 def compiled(fn, enabled: bool = True):
-    "`fn` under `torch.compile` with dynamic shapes; `fn` itself when not `enabled` or where no C++ compiler is found (said in one line)."
+    "`fn` under `torch.compile`, dynamic shapes and Python floats fixed; `fn` itself when not `enabled` or where no C++ compiler is found (said in one line)."
     if not enabled: return fn
     if not torch.cuda.is_available():
         from torch._inductor import cpp_builder
@@ -130,7 +130,13 @@ def compiled(fn, enabled: bool = True):
             print(f"no C++ compiler ({torch._inductor.config.cpp.cxx[-1]!r}, set CXX) for torch.compile: training runs eagerly, "
                   "about 1.5x slower (or set train.training.compile: false)")
             return fn
-    return torch.compile(fn, dynamic=True)
+    compiled_fn = torch.compile(fn, dynamic=True)
+    @functools.wraps(fn)
+    def traced_once(*args, **kwargs):
+        # every Python float a constant from the first trace: as symbols, the modules' floats (LayerNorm's eps, dropout's p)
+        # cannot become tensors, and Dynamo traces the loss again: 6-7 s more on a run's first step
+        with torch._dynamo.config.patch(specialize_float=True): return compiled_fn(*args, **kwargs)
+    return traced_once
 
 # %% ../nbs/04_train.ipynb #aa1fd603
 @torch.no_grad()
