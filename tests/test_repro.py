@@ -14,15 +14,26 @@ ENV = {**os.environ, "DVC_NO_ANALYTICS": "1"}
 # every command writes "START END" (seconds since the epoch) into its output
 STAMP = 's=$(date +%s.%N); {work}; echo "$s $(date +%s.%N)" > {out}'
 
-PIPELINE = {"stages": {
-    "prep": {"cmd": STAMP.format(work="mkdir -p out", out="out/prep"), "outs": ["out/prep"]},
-    "train": {"matrix": {"v": ["a", "b"], "s": [0, 1]},
-              "cmd": STAMP.format(work="sleep 1", out="out/t-${item.v}-${item.s}"),
-              "deps": ["out/prep"], "outs": ["out/t-${item.v}-${item.s}"]},
-    "agg": {"cmd": STAMP.format(work="cat out/t-* > /dev/null", out="out/agg"),
-            "deps": [f"out/t-{v}-{s}" for v in "ab" for s in (0, 1)], "outs": ["out/agg"]},
-    "solo": {"cmd": STAMP.format(work="sleep 1", out="solo.txt"), "outs": ["solo.txt"]},
-}}
+# A command that marks its start in meet/ and waits (60 s at most) until some other command has started too: when
+# two run at once they overlap whatever DVC's start-up costs on a busy machine, and when they never do, none overlaps.
+MEET = ("mkdir -p meet && touch meet/{name} && for i in $(seq 600); do [ $(ls meet | wc -l) -ge 2 ] && break; "
+        "sleep 0.1; done; sleep 0.2")
+
+
+def _pipeline(work: str = "sleep 1") -> dict:
+    "Prep, four trainings after it, their aggregate, and an independent stage; the five run `work`, `{name}` their output's."
+    return {"stages": {
+        "prep": {"cmd": STAMP.format(work="mkdir -p out", out="out/prep"), "outs": ["out/prep"]},
+        "train": {"matrix": {"v": ["a", "b"], "s": [0, 1]},
+                  "cmd": STAMP.format(work=work.format(name="t-${item.v}-${item.s}"), out="out/t-${item.v}-${item.s}"),
+                  "deps": ["out/prep"], "outs": ["out/t-${item.v}-${item.s}"]},
+        "agg": {"cmd": STAMP.format(work="cat out/t-* > /dev/null", out="out/agg"),
+                "deps": [f"out/t-{v}-{s}" for v in "ab" for s in (0, 1)], "outs": ["out/agg"]},
+        "solo": {"cmd": STAMP.format(work=work.format(name="solo"), out="solo.txt"), "outs": ["solo.txt"]},
+    }}
+
+
+PIPELINE = _pipeline()
 STAGES = {"prep", "train@a-0", "train@a-1", "train@b-0", "train@b-1", "agg", "solo"}
 
 
@@ -50,7 +61,7 @@ def _status(root: Path) -> dict:
 
 @pytest.mark.slow
 def test_two_stages_at_a_time_in_dependency_order(tmp_path, monkeypatch, capsys):
-    root = _repo(tmp_path, PIPELINE)
+    root = _repo(tmp_path, _pipeline(MEET))
     dag = pipeline_dag(root)
     assert set(dag) == STAGES and set(dag["agg"]) == STAGES - {"prep", "agg", "solo"} and dag["train@b-1"] == ["prep"]
     monkeypatch.chdir(root)
